@@ -1,0 +1,39 @@
+# Two entry points (see README): `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest peers bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m fsnotes.demo
+
+# Node-based test peers (TypeScript SDK client, Inspector); skipped with a reason if npm is absent.
+peers:
+	$(PYTHON) tests/peers/install.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol
+
+pytest: $(STAMP)
+	$(PY) -m pytest
+
+test: $(STAMP) peers lint typecheck pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) tests/peers/node_modules .pytest_cache .mypy_cache .ruff_cache

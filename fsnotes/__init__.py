@@ -1,0 +1,3 @@
+"""fsnotes: a sandboxed Model Context Protocol server for Markdown notes."""
+
+__version__ = "0.1.0"

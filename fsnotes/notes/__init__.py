@@ -1,0 +1,1 @@
+"""fsnotes.notes package."""

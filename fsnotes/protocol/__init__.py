@@ -1,0 +1,1 @@
+"""fsnotes.protocol package."""

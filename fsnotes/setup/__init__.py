@@ -1,0 +1,1 @@
+"""fsnotes.setup package."""
