@@ -1,1 +1,41 @@
-"""fsnotes.protocol package."""
+"""The sans-IO MCP protocol core (both eras) and the registry interface tools use."""
+
+from fsnotes.protocol.registry import (
+    App,
+    ElicitForm,
+    ElicitURL,
+    InputRequest,
+    InputRequired,
+    InvalidParams,
+    JSONObject,
+    ListRoots,
+    PromptProvider,
+    RequestContext,
+    ResourceNotFound,
+    ResourceProvider,
+    Tool,
+    ToolAnnotations,
+    ToolError,
+    ToolHandler,
+    ToolResult,
+)
+
+__all__ = [
+    "App",
+    "ElicitForm",
+    "ElicitURL",
+    "InputRequest",
+    "InputRequired",
+    "InvalidParams",
+    "JSONObject",
+    "ListRoots",
+    "PromptProvider",
+    "RequestContext",
+    "ResourceNotFound",
+    "ResourceProvider",
+    "Tool",
+    "ToolAnnotations",
+    "ToolError",
+    "ToolHandler",
+    "ToolResult",
+]

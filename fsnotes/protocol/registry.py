@@ -1,0 +1,327 @@
+"""The interface between the protocol core and the things it serves (tools, resources, prompts).
+
+Tools and providers are written once against these types and serve both protocol eras:
+the core turns a handler's :class:`ToolResult` or :class:`InputRequired` into the wire shape of
+the request's era (2025-11-25 with an ``initialize`` handshake, or 2026-07-28 with ``_meta`` on
+every request). Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+JSONObject = dict[str, Any]
+Era = Literal["legacy", "modern"]
+
+# Logging levels of MCP (RFC 5424 order), lowest first.
+LOG_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+_PY_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+_log = logging.getLogger("fsnotes.protocol")
+
+
+# --- errors a handler may raise ------------------------------------------------------------
+
+
+class ToolError(Exception):
+    """A failure the model can act on: becomes an ``isError: true`` tool result.
+
+    ``str(exc)`` is the text shown to the model, so write an actionable sentence.
+    ``structured`` (optional) becomes the result's ``structuredContent``.
+    """
+
+    def __init__(self, message: str, *, structured: JSONObject | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.structured = structured
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidParams(Exception):
+    """A request the handler cannot accept as sent: JSON-RPC ``-32602`` with this message/data."""
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ResourceNotFound(Exception):
+    """``resources/read`` of a URI that names nothing.
+
+    Legacy era: ``-32002``; modern era: ``-32602`` (the spec retired ``-32002``); both with
+    ``data {"uri": uri}``.
+    """
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri}")
+        self.uri = uri
+
+
+# --- input requests (multi round-trip) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ElicitForm:
+    """Ask the user to fill a flat form (elicitation mode ``form``)."""
+
+    message: str
+    requested_schema: JSONObject
+
+
+@dataclass(frozen=True)
+class ElicitURL:
+    """Ask the user to open a URL out of band (elicitation mode ``url``).
+
+    ``elicitation_id`` is sent only in the legacy era (2026-07-28 removed it).
+    """
+
+    message: str
+    url: str
+    elicitation_id: str
+
+
+@dataclass(frozen=True)
+class ListRoots:
+    """Ask the client for its roots (``roots/list``)."""
+
+
+InputRequest = ElicitForm | ElicitURL | ListRoots
+
+
+@dataclass(frozen=True)
+class InputRequired:
+    """A handler's answer meaning "ask the client for this, then call me again".
+
+    ``requests`` maps server-chosen keys to input requests; the answers come back in
+    :attr:`RequestContext.input_responses` under the same keys. ``state`` is an opaque string the
+    client echoes (modern) or the core hands back (legacy); it is attacker-controlled in the
+    modern era, so a caller that relies on it must seal it.
+    """
+
+    requests: Mapping[str, InputRequest]
+    state: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A complete tool result.
+
+    ``structured`` becomes ``structuredContent`` (a model is dumped in JSON mode by alias);
+    ``text`` is the text block, by default the compact JSON of ``structured``.
+    """
+
+    structured: BaseModel | JSONObject | None = None
+    text: str | None = None
+    is_error: bool = False
+
+
+# --- the per-request context ---------------------------------------------------------------
+
+
+class RequestRuntime(Protocol):
+    """The core's side of a request in flight (implemented in ``connection.py``)."""
+
+    async def report_progress(
+        self, progress: float, total: float | None, message: str | None
+    ) -> None: ...
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None: ...
+
+
+class RequestContext:
+    """What a handler knows about the request it serves, and what it may send while in flight.
+
+    ``client_capabilities`` are the ones declared for *this* request in the modern era (never
+    reused from another request) and the ones from ``initialize`` in the legacy era.
+    """
+
+    def __init__(
+        self,
+        *,
+        era: Era,
+        protocol_version: str,
+        method: str,
+        client_capabilities: Mapping[str, Any],
+        client_info: Mapping[str, Any] | None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        runtime: RequestRuntime | None = None,
+    ) -> None:
+        self.era: Era = era
+        self.protocol_version = protocol_version
+        self.method = method
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.input_responses = input_responses
+        self.request_state = request_state
+        self._runtime = runtime
+
+    def supports_elicitation(self, mode: Literal["form", "url"]) -> bool:
+        """Whether the client declared elicitation in ``mode`` (an empty ``{}`` means form only)."""
+        elicitation = self.client_capabilities.get("elicitation")
+        if not isinstance(elicitation, Mapping):
+            return False
+        if not elicitation:
+            return mode == "form"
+        return isinstance(elicitation.get(mode), Mapping)
+
+    def supports_roots(self) -> bool:
+        """Whether the client declared the ``roots`` capability."""
+        return isinstance(self.client_capabilities.get("roots"), Mapping)
+
+    def supports(self, request: InputRequest) -> bool:
+        """Whether this request's declared capabilities allow asking for ``request``."""
+        if isinstance(request, ElicitForm):
+            return self.supports_elicitation("form")
+        if isinstance(request, ElicitURL):
+            return self.supports_elicitation("url")
+        return self.supports_roots()
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` for this request.
+
+        A no-op when the request carried no ``progressToken``, once the request has finished or
+        been cancelled, and for a value not strictly greater than the last one sent (the spec
+        requires progress to increase).
+        """
+        if self._runtime is not None:
+            await self._runtime.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Log ``data`` at ``level``: always to stderr; to the client when it asked for it.
+
+        Legacy era: sent as ``notifications/message`` at or above the ``logging/setLevel`` level
+        (default ``warning``). Modern era: only when this request carried
+        ``_meta["io.modelcontextprotocol/logLevel"]``, at or above it, while in flight.
+        """
+        if level not in _PY_LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        _log.log(_PY_LOG_LEVELS[level], "%s%s", f"[{logger}] " if logger else "", data)
+        if self._runtime is not None:
+            await self._runtime.log(level, data, logger)
+
+
+# --- tools ---------------------------------------------------------------------------------
+
+ToolHandler = Callable[[RequestContext, BaseModel], Awaitable[ToolResult | InputRequired]]
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    """Untrusted hints for the host (mapped to ``readOnlyHint`` etc. on the wire)."""
+
+    title: str | None = None
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    open_world: bool = False
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: its argument model validates ``arguments`` and generates ``inputSchema``."""
+
+    name: str
+    title: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel] | None
+    annotations: ToolAnnotations
+    handler: ToolHandler
+
+
+# --- resources and prompts -----------------------------------------------------------------
+
+
+class ResourceProvider(Protocol):
+    """Serves ``resources/*`` and ``completion/complete``."""
+
+    async def list_resources(
+        self, ctx: RequestContext, cursor: str | None
+    ) -> tuple[list[JSONObject], str | None]:
+        """One page of Resource objects and the next cursor; :class:`InvalidParams` on a bad one."""
+        ...
+
+    async def list_templates(self, ctx: RequestContext) -> list[JSONObject]:
+        """All ResourceTemplate objects."""
+        ...
+
+    async def read_resource(
+        self, ctx: RequestContext, uri: str
+    ) -> list[JSONObject] | InputRequired:
+        """The contents items of ``uri``; :class:`ResourceNotFound` when it names nothing."""
+        ...
+
+    async def complete(
+        self,
+        ctx: RequestContext,
+        ref: JSONObject,
+        argument: JSONObject,
+        context_arguments: Mapping[str, str],
+    ) -> tuple[list[str], int | None, bool]:
+        """Completion values (best first), the total if known, and whether there are more."""
+        ...
+
+
+class PromptProvider(Protocol):
+    """Serves ``prompts/list`` and ``prompts/get`` (optional; not advertised when absent)."""
+
+    async def list_prompts(
+        self, ctx: RequestContext, cursor: str | None
+    ) -> tuple[list[JSONObject], str | None]:
+        """One page of Prompt objects and the next cursor; :class:`InvalidParams` on a bad one."""
+        ...
+
+    async def get_prompt(
+        self, ctx: RequestContext, name: str, arguments: Mapping[str, str]
+    ) -> JSONObject | InputRequired:
+        """A GetPromptResult body (``messages``, optional ``description``)."""
+        ...
+
+
+@dataclass
+class App:
+    """Everything the protocol core serves, in one value."""
+
+    name: str
+    version: str
+    title: str | None
+    instructions: str | None
+    tools: Sequence[Tool]
+    resources: ResourceProvider | None = None
+    # Legacy only: after notifications/initialized (if the client declared roots) and after each
+    # notifications/roots/list_changed the core asks roots/list and hands the roots here. Errors
+    # and timeouts are logged on stderr and ignored: roots are hints.
+    on_roots: Callable[[list[JSONObject]], Awaitable[None]] | None = None
+    prompts: PromptProvider | None = None
