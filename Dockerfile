@@ -1,0 +1,49 @@
+# fsnotes: a sandboxed MCP notes server, served over stdio.
+#
+#   docker run -i --rm --read-only --network none --cap-drop ALL \
+#     --security-opt no-new-privileges --user "$(id -u):$(id -g)" \
+#     -v "$HOME/notes:/notes" -v fsnotes-state:/state IMAGE
+#
+# BASE_IMAGE: any Debian-like image with python3 >= 3.11. CI overrides it with a local
+# debootstrap + `docker import` image because no registry is reachable there.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+
+# --- stage 1: build the fsnotes wheel and install it with its runtime deps into a venv
+FROM ${BASE_IMAGE} AS wheels
+COPY . /src
+# Offline when the context carries wheels/ (prepared by .ci/docker.sh): Debian's python3
+# has no pip or ensurepip, so pip runs straight from its wheel. Online otherwise (the
+# default base image has pip). compileall: the runtime root filesystem is read-only and
+# the jail forbids writes outside the workspaces, so .pyc files must exist beforehand.
+RUN set -eu; \
+    if [ -d /src/wheels ]; then \
+        python3 -m venv --without-pip /opt/venv; \
+        pip_whl=$(ls /src/wheels/pip-*.whl); \
+        pip="/opt/venv/bin/python $pip_whl/pip"; \
+        $pip wheel -q --no-index --find-links /src/wheels --no-deps -w /tmp/dist /src; \
+        $pip install -q --no-index --find-links /src/wheels --no-compile /tmp/dist/fsnotes-*.whl; \
+    else \
+        python3 -m venv --without-pip /opt/venv; \
+        python3 -m pip wheel -q --no-deps -w /tmp/dist /src; \
+        python3 -m pip --python /opt/venv/bin/python install -q --no-compile /tmp/dist/fsnotes-*.whl; \
+    fi; \
+    /opt/venv/bin/python -m compileall -q /opt/venv/lib
+
+# --- stage 2: the runtime, only the venv on top of the base
+FROM ${BASE_IMAGE} AS runtime
+COPY --from=wheels /opt/venv /opt/venv
+# uid 10001: not a uid any base image uses. /notes and /state are mount points; they are
+# owned by the default user so the image also works without --user.
+RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin fsnotes \
+    && mkdir -p /notes /state \
+    && chown 10001:10001 /notes /state
+ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    FSNOTES_WORKSPACE=/notes \
+    FSNOTES_STATE_DIR=/state
+USER 10001:10001
+WORKDIR /notes
+# stdio transport: run with -i and never -t (a TTY would mangle JSON-RPC on stdout).
+ENTRYPOINT ["fsnotes", "serve"]
