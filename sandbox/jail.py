@@ -254,10 +254,10 @@ def apply_landlock(
     global _applied
     from sandbox import _landlock as ll
 
-    _check_single_threaded()
     for port in allow_bind_tcp:
         if not 0 <= port <= 65535:
             raise JailError(f"TCP port {port} is out of range 0-65535")
+    _check_single_threaded()
 
     fds: list[tuple[int, bool]] = []  # (fd, is_writable)
     try:
