@@ -1,0 +1,325 @@
+"""Deleting a note: a person confirms, and one confirmation executes at most once.
+
+The flow (DESIGN.md section 4), written once for both protocol eras:
+
+1. First call: authorize (delete access), find the candidates, and return *input required*:
+   a flat form (``note_id``: a titled single-select of the candidates; ``confirm``: a
+   boolean) plus a sealed state binding principal, method, tool, a digest of the arguments,
+   the workspace, each candidate's (path, device, inode, etag), the phase, a random nonce
+   and an expiry. Always, even for a single candidate: the model never confirms.
+2. The retry: verify the seal, then the binding; validate the answer against the form;
+   re-authorize, re-contain, re-read the live note and require its identity to equal the
+   sealed one; then claim the nonce and remove the note (the sandbox's identity-checked
+   remove) in one critical section of the replay store.
+
+Answers: ``accept`` with ``confirm: true`` and a sealed id deletes. ``decline`` is final:
+the nonce is consumed and nothing is deleted (a normal result that says so). ``cancel``, an
+unticked ``confirm``, or a malformed answer delete nothing and leave the state usable until
+it expires. A missing answer is never consent: the person is asked again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox import errors as sx
+from sandbox.root import FileIdentity
+
+from ..protocol.registry import ElicitForm, InputRequired
+from ..security.grants import Access, NotGranted, Workspace
+from ..security.replay import AlreadyUsed, ReplayStore, StoreFull
+from ..security.seal import (
+    Sealer,
+    StateExpired,
+    StateInvalid,
+    StateUnknownKey,
+    digest_arguments,
+)
+from .service import Located, NotesService, ServiceError, explain
+from .store import Note, NoteError, display, iso_time
+
+TOOL_NAME = "notes_delete"
+METHOD = "tools/call"
+PHASE = "confirm"
+CONFIRM_KEY = "confirm_delete"
+# How long a question stays answerable. Long enough for a person to read a dialog and
+# decide; short enough that a leaked state is soon useless (the spec asks for a short
+# expiry on requestState that drives business logic).
+STATE_LIFETIME_S = 300
+# A person picks from a list; past a couple of dozen entries the dialog is unusable and the
+# request is too vague to act on, so the model is asked to narrow it instead.
+MAX_DELETE_CANDIDATES = 25
+NONCE_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Candidate:
+    note_id: str  # the note's path relative to the workspace, '/'-joined
+    identity: FileIdentity
+    etag: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A complete answer: either a result body or an error sentence."""
+
+    body: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class DeleteFlow:
+    def __init__(
+        self,
+        service: NotesService,
+        sealer: Sealer,
+        replay: ReplayStore,
+        clock: Callable[[], float],
+    ) -> None:
+        self.service = service
+        self.sealer = sealer
+        self.replay = replay
+        self.clock = clock
+
+    # --- first round ---------------------------------------------------------------------
+
+    def ask(self, args: Mapping[str, Any]) -> InputRequired | Outcome:
+        try:
+            ws, notes = self._candidates(args)
+        except (NotGranted, ServiceError) as exc:
+            return Outcome(error=str(exc))
+        candidates = [Candidate(display(n.parts), n.identity, n.etag) for n in notes]
+        payload = {
+            "v": 1,
+            "p": self.service.principal,
+            "m": METHOD,
+            "t": TOOL_NAME,
+            "a": digest_arguments(args),
+            "w": ws.name,
+            "c": [[c.note_id, c.identity.dev, c.identity.ino, c.etag] for c in candidates],
+            "ph": PHASE,
+            "n": secrets.token_urlsafe(NONCE_BYTES),
+            "exp": int(self.clock()) + STATE_LIFETIME_S,
+        }
+        return InputRequired(
+            requests={CONFIRM_KEY: self._form(ws, args, notes)},
+            state=self.sealer.seal(payload),
+        )
+
+    def _candidates(self, args: Mapping[str, Any]) -> tuple[Workspace, list[Note]]:
+        svc = self.service
+        if args.get("uri") is not None:
+            loc = svc.locate(str(args["uri"]), Access.DELETE)
+            return loc.workspace, [svc.read_located(loc)]
+        ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
+        wanted = str(args["title"]).casefold()
+        root = svc.relative(ws, "", allow_empty=True)
+        notes = []
+        for parts, _info in svc.iter_located(root):
+            note = svc.try_read(root.store, parts)
+            if note is not None and wanted in note.meta.title.casefold():
+                notes.append(note)
+        if not notes:
+            raise ServiceError(
+                f"No note in workspace '{ws.name}' has a title containing "
+                f"'{args['title']}'; check the title with notes_search."
+            )
+        if len(notes) > MAX_DELETE_CANDIDATES:
+            raise ServiceError(
+                f"{len(notes)} notes have a title containing '{args['title']}'; use a more "
+                f"specific title or the note's uri (at most {MAX_DELETE_CANDIDATES} can be "
+                "offered to the person)."
+            )
+        return ws, notes
+
+    @staticmethod
+    def _form(ws: Workspace, args: Mapping[str, Any], notes: list[Note]) -> ElicitForm:
+        options = [
+            {
+                "const": display(n.parts),
+                "title": f"{display(n.parts)} — “{n.meta.title}”, modified "
+                f"{iso_time(n.info.mtime_ns).replace('T', ' ')}",
+            }
+            for n in notes
+        ]
+        note_id: dict[str, Any] = {
+            "type": "string",
+            "title": "Note to delete",
+            "oneOf": options,
+        }
+        if len(options) == 1:
+            note_id["default"] = options[0]["const"]
+        asked = (
+            f"the note at '{display(notes[0].parts)}'"
+            if args.get("uri") is not None
+            else f"a note titled like “{args['title']}”"
+        )
+        return ElicitForm(
+            message=(
+                f"The assistant wants to delete {asked} from workspace '{ws.name}'. "
+                "Choose the note and tick the box to delete it permanently; "
+                "decline to keep it."
+            ),
+            requested_schema={
+                "type": "object",
+                "properties": {
+                    "note_id": note_id,
+                    "confirm": {
+                        "type": "boolean",
+                        "title": "Yes, delete this note permanently",
+                        "default": False,
+                    },
+                },
+                "required": ["note_id", "confirm"],
+            },
+        )
+
+    # --- the retry -----------------------------------------------------------------------
+
+    def resume(
+        self,
+        args: Mapping[str, Any],
+        state: str,
+        responses: Mapping[str, Any] | None,
+    ) -> InputRequired | Outcome:
+        try:
+            sealed = self.sealer.open(state, now=self.clock())
+        except (StateExpired, StateUnknownKey):
+            # Too old, or sealed before a key rotation/by another deployment: ask again.
+            return self.ask(args)
+        except StateInvalid:
+            return Outcome(
+                error="The confirmation state is not one this server issued unaltered; nothing "
+                "was deleted. Call notes_delete again without requestState."
+            )
+        if (
+            sealed.get("v") != 1
+            or sealed.get("p") != self.service.principal
+            or sealed.get("m") != METHOD
+            or sealed.get("t") != TOOL_NAME
+            or sealed.get("ph") != PHASE
+            or sealed.get("a") != digest_arguments(args)
+        ):
+            return Outcome(
+                error="That confirmation was given for a different request (another principal, "
+                "tool or arguments); nothing was deleted. Ask again with these arguments."
+            )
+        try:
+            candidates = {
+                str(c[0]): Candidate(str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]))
+                for c in sealed["c"]
+            }
+            nonce, expires = str(sealed["n"]), float(sealed["exp"])
+            ws_name = str(sealed["w"])
+        except (KeyError, TypeError, ValueError, IndexError):
+            return Outcome(error="The confirmation state is incomplete; nothing was deleted.")
+
+        answer = (responses or {}).get(CONFIRM_KEY)
+        if answer is None:
+            return self.ask(args)  # no answer is never consent: ask the person again
+        if not isinstance(answer, Mapping) or answer.get("action") not in (
+            "accept",
+            "decline",
+            "cancel",
+        ):
+            return Outcome(
+                error="The confirmation answer is malformed (it needs an action of accept, "
+                "decline or cancel); nothing was deleted."
+            )
+        action = answer["action"]
+        if action == "cancel":
+            return Outcome(
+                body=_result(
+                    False, "cancelled", "The person dismissed the question; nothing was deleted."
+                )
+            )
+        if action == "decline":
+            try:
+                with self.replay.claim(nonce, expires):
+                    pass
+            except AlreadyUsed:
+                return Outcome(error="This confirmation was already used; nothing more happened.")
+            except StoreFull as exc:
+                return Outcome(error=f"{exc}.")
+            return Outcome(
+                body=_result(False, "declined", "The person declined; nothing was deleted.")
+            )
+
+        content = answer.get("content")
+        if not isinstance(content, Mapping):
+            return Outcome(
+                error="The confirmation was accepted without the form's content; nothing was "
+                "deleted (missing content is never consent)."
+            )
+        note_id, confirm = content.get("note_id"), content.get("confirm")
+        if not isinstance(note_id, str) or note_id not in candidates:
+            return Outcome(
+                error="The chosen note is not one of those offered in the question; nothing "
+                "was deleted."
+            )
+        if not isinstance(confirm, bool):
+            return Outcome(
+                error="The form's 'confirm' answer must be true or false; nothing was deleted."
+            )
+        if not confirm:
+            return Outcome(
+                body=_result(
+                    False,
+                    "not_confirmed",
+                    "The person did not tick the confirmation box; nothing was deleted.",
+                )
+            )
+        return self._execute(args, candidates[note_id], ws_name, nonce, expires)
+
+    def _execute(
+        self,
+        args: Mapping[str, Any],
+        chosen: Candidate,
+        ws_name: str,
+        nonce: str,
+        expires: float,
+    ) -> Outcome:
+        svc = self.service
+        try:
+            # Re-authorize and re-contain from the arguments, as on the first call: a grant
+            # revoked meanwhile, or a changed configuration, stops the delete here.
+            if args.get("uri") is not None:
+                loc = svc.locate(str(args["uri"]), Access.DELETE)
+                ws = loc.workspace
+            else:
+                ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
+            if ws.name != ws_name:
+                return Outcome(
+                    error="The workspace is no longer the one you confirmed; nothing was deleted."
+                )
+            target: Located = svc.relative(ws, chosen.note_id)
+            if args.get("uri") is not None and target.parts != loc.parts:
+                return Outcome(
+                    error="The confirmed note does not match the uri; nothing was deleted."
+                )
+            live = svc.read_located(target)
+        except (NotGranted, ServiceError) as exc:
+            return Outcome(error=f"{exc} Nothing was deleted.")
+        if live.identity != chosen.identity or live.etag != chosen.etag:
+            return Outcome(
+                error=f"'{chosen.note_id}' was changed or replaced after the question was asked; "
+                "nothing was deleted. Ask again to confirm the current note."
+            )
+        try:
+            with self.replay.claim(nonce, expires):
+                target.store.remove(target.parts, chosen.identity)
+        except AlreadyUsed:
+            return Outcome(error="This confirmation was already used; nothing more was deleted.")
+        except StoreFull as exc:
+            return Outcome(error=f"{exc}.")
+        except (sx.SandboxError, NoteError) as exc:
+            return Outcome(error=f"{explain(exc, target.parts)} Nothing was deleted.")
+        body = _result(True, "deleted", f"Deleted '{chosen.note_id}'.")
+        body.update(uri=target.uri, path=chosen.note_id)
+        return Outcome(body=body)
+
+
+def _result(deleted: bool, outcome: str, message: str) -> dict[str, Any]:
+    return {"deleted": deleted, "outcome": outcome, "message": message}

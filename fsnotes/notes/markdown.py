@@ -1,0 +1,223 @@
+"""What a note says about itself: frontmatter, title, tags and links.
+
+Pure functions over text; no file access. The frontmatter reader understands the subset of
+YAML that note apps write (``key: value`` scalars, ``[a, b]`` flow lists and ``- item`` block
+lists, comments); anything else is kept as a raw string rather than guessed at. There is no
+YAML dependency on purpose: a full YAML loader is a large parser to run on untrusted files,
+and notes need only this subset.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+FRONTMATTER_OPEN = "---"
+FRONTMATTER_CLOSE = ("---", "...")
+# Frontmatter is a header, not a document: past this many lines we stop looking for its end
+# and treat the file as having none (keeps a malformed file from costing a full scan).
+MAX_FRONTMATTER_LINES = 500
+
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_HEADING1 = re.compile(r"^\s{0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$")
+# Obsidian-style inline tags: '#' not preceded by a word char, '/', '#', '&' or ':' (so URL
+# fragments, HTML entities and headings are not tags), then letters, digits, '_', '-', '/'.
+_TAG = re.compile(r"(?<![\w/#&:])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_WIKILINK = re.compile(r"\[\[([^\[\]\n|#]+)(?:#[^\[\]\n|]*)?(?:\|[^\[\]\n]*)?\]\]")
+_MDLINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass
+class NoteMeta:
+    title: str
+    frontmatter: dict[str, Any]
+    tags: list[str]
+    links: list[dict[str, str]]
+    body_start_line: int = 1  # 1-based line where the body (after frontmatter) starts
+    headings: list[str] = field(default_factory=list)
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
+    """Return (frontmatter, body, body_start_line). No frontmatter: ({}, text, 1)."""
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != FRONTMATTER_OPEN:
+        return {}, text, 1
+    for i in range(1, min(len(lines), MAX_FRONTMATTER_LINES + 1)):
+        if lines[i].rstrip("\r") in FRONTMATTER_CLOSE:
+            block = [ln.rstrip("\r") for ln in lines[1:i]]
+            return _parse_block(block), "\n".join(lines[i + 1 :]), i + 2
+    return {}, text, 1
+
+
+def _parse_block(lines: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    current_list: list[Any] | None = None
+    for raw in lines:
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        stripped = raw.strip()
+        if stripped.startswith("- ") or stripped == "-":
+            if current_list is not None:
+                current_list.append(_scalar(stripped[1:].strip()))
+            continue
+        if raw[:1].isspace():
+            continue  # nested structure we do not model
+        key, sep, value = raw.partition(":")
+        key = key.strip()
+        if not sep or not key:
+            continue
+        value = value.strip()
+        if not value:
+            current_list = []
+            out[key] = current_list
+            continue
+        current_list = None
+        out[key] = _value(value)
+    # A key with no items below it ("tags:") is empty, not a list of nothing useful.
+    return {k: (None if v == [] else v) for k, v in out.items()}
+
+
+def _value(text: str) -> Any:
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        if not inner:
+            return []
+        return [_scalar(part.strip()) for part in _split_flow(inner)]
+    return _scalar(text)
+
+
+def _split_flow(inner: str) -> list[str]:
+    parts, buf, quote = [], [], ""
+    for ch in inner:
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+            buf.append(ch)
+        elif ch == ",":
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    return [p for p in parts if p.strip()]
+
+
+def _scalar(text: str) -> Any:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    if " #" in text:
+        text = text.split(" #", 1)[0].rstrip()
+    low = text.lower()
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    if low in ("null", "~", ""):
+        return None
+    if re.fullmatch(r"[-+]?\d{1,18}", text):
+        return int(text)
+    if re.fullmatch(r"[-+]?\d+\.\d+", text):
+        return float(text)
+    return text
+
+
+def _prose_lines(body: str) -> list[str]:
+    """Body lines outside fenced code blocks, with inline code removed."""
+    out, fenced, fence = [], False, ""
+    for line in body.split("\n"):
+        m = _FENCE.match(line)
+        if m:
+            if not fenced:
+                fenced, fence = True, m.group(1)
+                continue
+            if m.group(1) == fence:
+                fenced = False
+                continue
+        if not fenced:
+            out.append(_INLINE_CODE.sub(" ", line))
+    return out
+
+
+def _frontmatter_tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        items: list[Any] = re.split(r"[,\s]+", value)
+    elif isinstance(value, list):
+        items = value
+    else:
+        return []
+    tags = []
+    for item in items:
+        if isinstance(item, str | int) and not isinstance(item, bool):
+            tag = str(item).strip().lstrip("#")
+            if tag:
+                tags.append(tag)
+    return tags
+
+
+def analyse(text: str, stem: str) -> NoteMeta:
+    """Title, frontmatter, tags and links of a note's text. ``stem`` is the file-name stem."""
+    frontmatter, body, body_start = split_frontmatter(text)
+    lines = _prose_lines(body)
+
+    headings = []
+    for line in lines:
+        m = _HEADING1.match(line)
+        if m:
+            headings.append(m.group(1).strip())
+
+    title_value = frontmatter.get("title")
+    if isinstance(title_value, str) and title_value.strip():
+        title = title_value.strip()
+    elif headings:
+        title = headings[0]
+    else:
+        title = stem
+
+    tags: list[str] = []
+    seen: set[str] = set()
+    for tag in _frontmatter_tags(frontmatter.get("tags")) + [
+        m.group(1).rstrip("/-") for line in lines for m in _TAG.finditer(line)
+    ]:
+        key = tag.casefold()
+        if key not in seen:
+            seen.add(key)
+            tags.append(tag)
+
+    links: list[dict[str, str]] = []
+    seen_links: set[tuple[str, str]] = set()
+    for line in lines:
+        for m in _WIKILINK.finditer(line):
+            _add_link(links, seen_links, "wikilink", m.group(1).strip())
+        for m in _MDLINK.finditer(line):
+            href = m.group(1)
+            if _SCHEME.match(href) or href.startswith(("#", "/")):
+                continue  # external, in-page or absolute: not a relative note link
+            _add_link(links, seen_links, "markdown", href.split("#", 1)[0])
+    return NoteMeta(
+        title=title,
+        frontmatter=frontmatter,
+        tags=tags,
+        links=links,
+        body_start_line=body_start,
+        headings=headings,
+    )
+
+
+def _add_link(
+    out: list[dict[str, str]], seen: set[tuple[str, str]], kind: str, target: str
+) -> None:
+    if target and (kind, target) not in seen:
+        seen.add((kind, target))
+        out.append({"type": kind, "target": target})
+
+
+def has_tag(meta_tags: list[str], wanted: str) -> bool:
+    """Case-insensitive tag match; '#x' and 'x' are the same; 'a' matches nested 'a/b'."""
+    want = wanted.strip().lstrip("#").casefold()
+    return any(t.casefold() == want or t.casefold().startswith(want + "/") for t in meta_tags)

@@ -1,0 +1,224 @@
+"""Notes on disk, through :class:`sandbox.root.Root` only.
+
+This module is the only place in ``fsnotes/notes/`` that touches files, and it does so
+exclusively through a workspace's ``Root`` (layer 2): no ``open()``, no ``os`` path calls.
+It knows what a note is (a regular UTF-8 text file with an allowed extension, outside hidden
+folders) and computes etags; authorization and URI parsing happen before it is called.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sandbox.errors import LimitExceeded
+from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
+
+from .markdown import NoteMeta, analyse
+
+Components = tuple[str, ...]
+
+DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt")
+# The largest note we read or write. Notes are prose; 8 MiB is several books. Larger files
+# are refused without being read, so one huge file cannot stall the server or its memory.
+MAX_NOTE_BYTES = 8 * 1024 * 1024
+# Bounds on one walk of a workspace: entries visited and directory depth. A notes vault of
+# 200k entries is far beyond any real one; the bound keeps a hostile tree (or a mounted
+# huge directory) from turning one list call into minutes of I/O.
+MAX_WALK_ENTRIES = 200_000
+MAX_WALK_DEPTH = 64
+
+
+class NoteError(Exception):
+    """A problem with a note the model can act on; the message is one actionable sentence."""
+
+
+def etag_of(data: bytes) -> str:
+    """A strong validator: the SHA-256 of the exact bytes (RFC 9110 strong comparison)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def iso_time(mtime_ns: int) -> str:
+    return (
+        datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def display(parts: Components) -> str:
+    return "/".join(parts)
+
+
+@dataclass(frozen=True)
+class Note:
+    parts: Components
+    text: str
+    etag: str
+    info: FileInfo
+    meta: NoteMeta
+
+    @property
+    def identity(self) -> FileIdentity:
+        return self.info.identity
+
+
+def _decode(data: bytes, parts: Components) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NoteError(f"'{display(parts)}' is not UTF-8 text, so it is not a note.") from None
+
+
+def stem_of(name: str) -> str:
+    dot = name.rfind(".")
+    return name[:dot] if dot > 0 else name
+
+
+class NoteStore:
+    """The notes of one workspace."""
+
+    def __init__(self, root: Root, *, extensions: Sequence[str] = DEFAULT_EXTENSIONS) -> None:
+        self.root = root
+        self.extensions = tuple(e.lower() for e in extensions)
+
+    # --- what counts as a note ------------------------------------------------------------
+
+    def is_note_name(self, name: str) -> bool:
+        return not name.startswith(".") and name.lower().endswith(self.extensions)
+
+    def check_note_path(self, parts: Components) -> None:
+        """Refuse paths that can never be notes, before touching the disk."""
+        if not parts:
+            raise NoteError("That is the workspace itself; name a note inside it.")
+        hidden = [p for p in parts if p.startswith(".")]
+        if hidden:
+            raise NoteError(
+                f"'{display(parts)}' is inside a hidden name ('{hidden[0]}'); notes never are."
+            )
+        if not parts[-1].lower().endswith(self.extensions):
+            raise NoteError(
+                f"'{display(parts)}' does not end in {', '.join(self.extensions)}, "
+                "so it is not a note."
+            )
+
+    def check_folder(self, parts: Components) -> None:
+        hidden = [p for p in parts if p.startswith(".")]
+        if hidden:
+            raise NoteError(f"Folder '{display(parts)}' is hidden; notes are never there.")
+
+    # --- reading -----------------------------------------------------------------------
+
+    def iter_notes(self, folder: Components = ()) -> Iterator[tuple[Components, FileInfo]]:
+        """Every note below ``folder``, in path order; hidden names and symlinks skipped."""
+        self.check_folder(folder)
+        try:
+            for rel, info in self.root.walk(
+                folder, max_entries=MAX_WALK_ENTRIES, max_depth=MAX_WALK_DEPTH
+            ):
+                if any(p.startswith(".") for p in rel):
+                    continue
+                if info.kind == "file" and self.is_note_name(rel[-1]):
+                    yield folder + rel, info
+        except LimitExceeded:
+            raise NoteError(
+                "The workspace is too large to scan in one call; narrow it with 'folder'."
+            ) from None
+
+    def read(self, parts: Components) -> Note:
+        self.check_note_path(parts)
+        result = self.root.read(parts, max_bytes=MAX_NOTE_BYTES)
+        return self._note(parts, result)
+
+    def _note(self, parts: Components, result: ReadResult) -> Note:
+        text = _decode(result.data, parts)
+        return Note(
+            parts=parts,
+            text=text,
+            etag=etag_of(result.data),
+            info=result.info,
+            meta=analyse(text, stem_of(parts[-1])),
+        )
+
+    # --- writing -----------------------------------------------------------------------
+
+    def create(self, parts: Components, text: str) -> tuple[str, FileInfo]:
+        self.check_note_path(parts)
+        data = self._encode(text)
+        info = self.root.create(parts, data, make_parents=True)
+        return etag_of(data), info
+
+    def update(
+        self,
+        parts: Components,
+        transform: Callable[[str], str],
+        *,
+        expect_etag: str | None,
+    ) -> tuple[str, FileInfo]:
+        """Rewrite a note atomically; ``transform`` may raise NoteError to write nothing.
+
+        The etag check and the transform see the same bytes that the sandbox then replaces,
+        under its update lock, so a stale etag can never overwrite newer content written by
+        another fsnotes process.
+        """
+        self.check_note_path(parts)
+        written: list[bytes] = []
+
+        def apply(current: ReadResult) -> bytes:
+            if expect_etag is not None and etag_of(current.data) != expect_etag:
+                raise NoteError(
+                    f"'{display(parts)}' changed since you read it (its etag is no longer "
+                    f"{expect_etag}); read it again and redo the change. Nothing was written."
+                )
+            new = self._encode(transform(_decode(current.data, parts)))
+            written.append(new)
+            return new
+
+        info = self.root.update(parts, apply, max_bytes=MAX_NOTE_BYTES)
+        return etag_of(written[-1]), info
+
+    def move(
+        self, src: Components, dst: Components, *, expect_etag: str | None
+    ) -> tuple[str, FileInfo]:
+        self.check_note_path(src)
+        self.check_note_path(dst)
+        current = self.read(src)
+        if expect_etag is not None and current.etag != expect_etag:
+            raise NoteError(
+                f"'{display(src)}' changed since you read it (its etag is no longer "
+                f"{expect_etag}); read it again before moving it. Nothing was moved."
+            )
+        info = self.root.move(src, dst, make_parents=True, expect=current.identity)
+        return current.etag, info
+
+    def remove(self, parts: Components, identity: FileIdentity) -> None:
+        self.check_note_path(parts)
+        self.root.remove(parts, expect=identity)
+
+    @staticmethod
+    def _encode(text: str) -> bytes:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise NoteError(
+                "The content has unpaired surrogates; send valid Unicode text."
+            ) from None
+        if len(data) > MAX_NOTE_BYTES:
+            raise NoteError(
+                f"The content is {len(data)} bytes; notes are limited to {MAX_NOTE_BYTES} bytes."
+            )
+        return data
+
+
+__all__ = [
+    "DEFAULT_EXTENSIONS",
+    "MAX_NOTE_BYTES",
+    "Note",
+    "NoteError",
+    "NoteStore",
+    "display",
+    "etag_of",
+    "iso_time",
+]

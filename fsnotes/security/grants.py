@@ -1,0 +1,184 @@
+"""Principals, workspaces and grants: who may touch which workspace, and how much.
+
+Authorization is the first check of every tool call, before any path is parsed against a
+workspace or any file is opened. The rules:
+
+- A grant gives one principal one workspace at one access level. Levels are ordered:
+  ``read`` < ``write`` < ``delete``; each includes the ones before it.
+- A workspace that is not granted is refused with the *same* message whether or not it
+  exists, so a principal cannot probe for other people's workspaces.
+- Client roots (2025-11-25) are hints that may pick a default among granted workspaces; they
+  never add one (see :meth:`Grants.default_for`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sandbox import uri as lexical
+from sandbox.errors import SandboxError
+
+
+class Access(enum.IntEnum):
+    """Access levels, ordered so that a higher level includes every lower one."""
+
+    READ = 1
+    WRITE = 2
+    DELETE = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Access:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown access level {text!r}; use 'read', 'write' or 'delete'"
+            ) from None
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class NotGranted(Exception):
+    """The principal has no grant (or too little access) for what it asked.
+
+    The message is identical for "no such workspace" and "not yours", by design.
+    """
+
+
+NOT_GRANTED_MESSAGE = (
+    "That workspace is not granted to you; call workspaces_list to see the ones you can use."
+)
+NOT_IN_WORKSPACE_MESSAGE = (
+    "That URI is not inside a workspace granted to you; call workspaces_list to see them."
+)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One notes directory, as the server sees it.
+
+    ``components`` is the absolute host path as a tuple of names (layer 1 form); ``uri`` is
+    its canonical ``file://`` URI. Both are fixed at start-up.
+    """
+
+    name: str
+    components: tuple[str, ...]
+
+    @property
+    def uri(self) -> str:
+        return lexical.to_file_uri(self.components)
+
+
+@dataclass(frozen=True)
+class Grant:
+    principal: str
+    workspace: str  # Workspace.name
+    access: Access
+
+
+class Grants:
+    """The authorization table of one server process."""
+
+    def __init__(self, workspaces: Sequence[Workspace], grants: Iterable[Grant]) -> None:
+        self._workspaces = {w.name: w for w in workspaces}
+        if len(self._workspaces) != len(workspaces):
+            raise ValueError("workspace names must be unique")
+        self._grants: dict[tuple[str, str], Access] = {}
+        for g in grants:
+            if g.workspace not in self._workspaces:
+                raise ValueError(
+                    f"grant for {g.principal!r} names unknown workspace {g.workspace!r}"
+                )
+            key = (g.principal, g.workspace)
+            self._grants[key] = max(self._grants.get(key, g.access), g.access)
+
+    @property
+    def workspaces(self) -> list[Workspace]:
+        return list(self._workspaces.values())
+
+    def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
+        """The workspaces this principal may use, in configuration order."""
+        out = []
+        for ws in self._workspaces.values():
+            access = self._grants.get((principal, ws.name))
+            if access is not None:
+                out.append((ws, access))
+        return out
+
+    def access(self, principal: str, workspace: Workspace) -> Access | None:
+        return self._grants.get((principal, workspace.name))
+
+    def authorize_workspace_uri(self, principal: str, uri: str, needed: Access) -> Workspace:
+        """The granted workspace whose URI is exactly ``uri`` (after strict parsing)."""
+        try:
+            components = lexical.parse_file_uri(uri)
+        except SandboxError:
+            # A malformed URI cannot name a granted workspace; same message as "not granted".
+            raise NotGranted(NOT_GRANTED_MESSAGE) from None
+        for ws, access in self.granted(principal):
+            if ws.components == components:
+                return self._check_level(ws, access, needed)
+        raise NotGranted(NOT_GRANTED_MESSAGE)
+
+    def authorize_note_uri(
+        self, principal: str, components: tuple[str, ...], needed: Access
+    ) -> tuple[Workspace, tuple[str, ...]]:
+        """The granted workspace containing these absolute components, and the relative rest.
+
+        When workspaces nest, the innermost granted one wins (its grant is the specific one).
+        """
+        best: tuple[Workspace, Access, tuple[str, ...]] | None = None
+        for ws, access in self.granted(principal):
+            try:
+                rel = lexical.contain(ws.components, components)
+            except SandboxError:
+                continue
+            if best is None or len(ws.components) > len(best[0].components):
+                best = (ws, access, rel)
+        if best is None:
+            raise NotGranted(NOT_IN_WORKSPACE_MESSAGE)
+        ws, access, rel = best
+        return self._check_level(ws, access, needed), rel
+
+    def default_for(
+        self, principal: str, needed: Access, root_hints: Sequence[tuple[str, ...]] = ()
+    ) -> Workspace:
+        """The workspace to use when the caller named none.
+
+        Exactly one granted workspace: that one. Several: the single one that the client's
+        roots point at (a root equal to or inside it); roots outside the grants are ignored.
+        """
+        granted = self.granted(principal)
+        if len(granted) == 1:
+            ws, access = granted[0]
+            return self._check_level(ws, access, needed)
+        if granted and root_hints:
+            hinted = []
+            for ws, access in granted:
+                for root in root_hints:
+                    try:
+                        lexical.contain(ws.components, root)
+                    except SandboxError:
+                        continue
+                    hinted.append((ws, access))
+                    break
+            if len(hinted) == 1:
+                return self._check_level(*hinted[0], needed)
+        if not granted:
+            raise NotGranted("No workspace is granted to you, so there is nothing to work on.")
+        raise NotGranted(
+            "You have several workspaces; pass workspaceUri (see workspaces_list) to choose one."
+        )
+
+    @staticmethod
+    def _check_level(ws: Workspace, access: Access, needed: Access) -> Workspace:
+        if access < needed:
+            raise NotGranted(
+                f"Your grant on workspace '{ws.name}' is '{access.label}', and this needs "
+                f"'{needed.label}'."
+            )
+        return ws

@@ -1,0 +1,116 @@
+"""The replay store: one confirmation executes at most once, across processes.
+
+A sealed confirmation carries a random nonce. Executing it means *claiming* the nonce; a
+nonce can be claimed once. The claim and the action it guards run in one critical section
+(:meth:`ReplayStore.claim`): for SQLite that is a ``BEGIN IMMEDIATE`` transaction, which
+takes the database's single write lock, so a second process presenting the same
+confirmation waits, then sees the nonce already taken. If the guarded action raises, the
+transaction rolls back and the nonce stays unclaimed (nothing was done, so a later retry of
+the same confirmation is allowed until it expires).
+
+The interface is deliberately small so that a networked store (for several hosts behind a
+load balancer) can replace SQLite later: ``claim`` as a context manager and ``prune``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+DB_NAME = "replay.sqlite3"
+# How long a process waits for another process's critical section (a delete is one unlink
+# plus a rename or two, milliseconds); past this the request fails instead of hanging.
+LOCK_TIMEOUT_S = 10.0
+# Expired nonces are useless (their state no longer verifies) and are pruned on every claim.
+# Unexpired rows must never be dropped (that would re-open replay), so the bound fails
+# closed: past MAX_ROWS live rows new claims are refused until some expire. Each row is one
+# confirmation a person answered within the state lifetime (minutes), so the cap is far
+# above any real use; a row is ~60 bytes, so the file stays under ~10 MB.
+MAX_ROWS = 100_000
+
+
+class AlreadyUsed(Exception):
+    """The nonce was claimed before: this confirmation has been used."""
+
+
+class StoreFull(Exception):
+    """The store holds MAX_ROWS unexpired nonces; claims are refused until some expire."""
+
+
+class ReplayStore(Protocol):
+    def claim(self, nonce: str, expires_at: float) -> contextlib.AbstractContextManager[None]:
+        """Claim ``nonce`` for the duration of the block; AlreadyUsed if taken before.
+
+        The claim becomes permanent only if the block exits normally.
+        """
+        ...
+
+    def is_used(self, nonce: str) -> bool: ...
+
+    def prune(self, now: float) -> int: ...
+
+
+class SQLiteReplayStore:
+    """A replay store in ``<state dir>/replay.sqlite3`` (WAL mode, shared by processes)."""
+
+    def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
+        self._path = state_dir / DB_NAME
+        self._clock = clock
+        # One connection per thread: sqlite3 connections must not be shared across threads
+        # mid-transaction, and handlers run in worker threads.
+        self._local = threading.local()
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS used_nonce ("
+                " nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL, used_at REAL NOT NULL)"
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS used_nonce_exp ON used_nonce(expires_at)")
+        os.chmod(self._path, 0o600)
+
+    def _connect(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self._path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            self._local.db = db
+        return db
+
+    @contextlib.contextmanager
+    def claim(self, nonce: str, expires_at: float) -> Iterator[None]:
+        db = self._connect()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
+            if row is not None:
+                raise AlreadyUsed("this confirmation was already used")
+            db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (self._clock(),))
+            (count,) = db.execute("SELECT COUNT(*) FROM used_nonce").fetchone()
+            if count >= MAX_ROWS:
+                raise StoreFull("too many confirmations in flight; try again in a few minutes")
+            db.execute(
+                "INSERT INTO used_nonce(nonce, expires_at, used_at) VALUES (?, ?, ?)",
+                (nonce, expires_at, self._clock()),
+            )
+            yield
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        else:
+            db.execute("COMMIT")
+
+    def is_used(self, nonce: str) -> bool:
+        row = (
+            self._connect().execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
+        )
+        return row is not None
+
+    def prune(self, now: float) -> int:
+        """Drop expired nonces; returns how many."""
+        db = self._connect()
+        return int(db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (now,)).rowcount)

@@ -1,0 +1,200 @@
+"""Sealed request state: HMAC-SHA256 over a JSON payload, with rotating key ids.
+
+The MCP client carries ``requestState`` between the question and the answer of a
+multi-round-trip request. The spec calls it attacker-controlled: whatever we read back from
+it must be what we wrote, for this principal, for these arguments, and not too old. So the
+state is ``v1.<kid>.<payload>.<mac>`` where ``payload`` is base64url JSON and ``mac`` is
+HMAC-SHA256 under the key named by ``kid``, over ``v1.<kid>.<payload>``.
+
+Keys live in ``<state dir>/seal-keys.json`` (mode 0600, created on first start). Every key in
+the file verifies; the ``active`` one seals. Processes sharing a state directory therefore
+verify each other's state, and a key can be rotated without breaking questions in flight.
+
+Sealing gives integrity and authenticity, not secrecy: the payload is readable by the client.
+It holds ids, inode numbers and hashes, never note content or host paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATE_FORMAT = "v1"
+KEY_BYTES = 32  # 256-bit HMAC keys: the SHA-256 block-size recommendation of RFC 2104.
+KEY_ID_BYTES = 6  # 48-bit random ids: collisions are irrelevant at a handful of keys.
+KEYRING_NAME = "seal-keys.json"
+# The longest requestState we will even try to verify: a confirmation state is a few hundred
+# bytes; anything far larger is junk and is refused before any decoding work.
+MAX_STATE_CHARS = 16 * 1024
+
+
+class StateInvalid(Exception):
+    """The state is malformed, tampered with, or sealed by a key we do not have."""
+
+
+class StateExpired(Exception):
+    """The state verified but its expiry has passed."""
+
+
+class StateUnknownKey(StateInvalid):
+    """Well-formed, but sealed by a key id this keyring does not hold (rotated or foreign)."""
+
+
+def _b64e(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _b64d(text: str) -> bytes:
+    if not text or any(c not in _B64_ALPHABET for c in text):
+        raise StateInvalid("bad encoding")
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        raise StateInvalid("bad encoding") from None
+
+
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+@dataclass(frozen=True)
+class Keyring:
+    active: str
+    keys: Mapping[str, bytes]
+
+    @classmethod
+    def load_or_create(cls, state_dir: Path) -> Keyring:
+        """Read the keyring, creating it (0600, atomically, first writer wins) if absent."""
+        path = state_dir / KEYRING_NAME
+        try:
+            return cls._read(path)
+        except FileNotFoundError:
+            pass
+        kid = _b64e(secrets.token_bytes(KEY_ID_BYTES))
+        ring = cls(active=kid, keys={kid: secrets.token_bytes(KEY_BYTES)})
+        tmp = state_dir / f".{KEYRING_NAME}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(ring._dump())
+                f.flush()
+                os.fsync(f.fileno())
+            # link() refuses to replace: if another process created the keyring meanwhile,
+            # its keys win and ours are discarded, so all processes agree on one keyring.
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+        return cls._read(path)
+
+    @classmethod
+    def _read(cls, path: Path) -> Keyring:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "r", encoding="utf-8") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError(f"{KEYRING_NAME} is not a regular file")
+            if st.st_mode & 0o077:
+                raise ValueError(
+                    f"{KEYRING_NAME} is readable by other users (mode {st.st_mode & 0o777:o}); "
+                    "it must be 0600"
+                )
+            raw = json.load(f)
+        try:
+            keys = {str(k): base64.b64decode(v) for k, v in raw["keys"].items()}
+            active = str(raw["active"])
+        except (KeyError, TypeError, AttributeError, binascii.Error) as exc:
+            raise ValueError(f"{KEYRING_NAME} is malformed: {exc}") from None
+        if active not in keys or any(len(k) < KEY_BYTES for k in keys.values()):
+            raise ValueError(f"{KEYRING_NAME} is malformed: bad active key or short key")
+        return cls(active=active, keys=keys)
+
+    def _dump(self) -> str:
+        return json.dumps(
+            {
+                "active": self.active,
+                "keys": {k: base64.b64encode(v).decode("ascii") for k, v in self.keys.items()},
+            }
+        )
+
+    def rotated(self) -> Keyring:
+        """A keyring with a fresh active key; older keys still verify."""
+        kid = _b64e(secrets.token_bytes(KEY_ID_BYTES))
+        return Keyring(active=kid, keys={**self.keys, kid: secrets.token_bytes(KEY_BYTES)})
+
+    def save(self, state_dir: Path) -> None:
+        """Atomically replace the keyring file (used by key rotation)."""
+        path = state_dir / KEYRING_NAME
+        tmp = state_dir / f".{KEYRING_NAME}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self._dump())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+
+class Sealer:
+    """Seals and opens request state with a keyring."""
+
+    def __init__(self, keyring: Keyring) -> None:
+        self._ring = keyring
+
+    def seal(self, payload: Mapping[str, Any]) -> str:
+        kid = self._ring.active
+        body = _b64e(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
+        signed = f"{STATE_FORMAT}.{kid}.{body}"
+        mac = hmac.new(self._ring.keys[kid], signed.encode("ascii"), hashlib.sha256).digest()
+        return f"{signed}.{_b64e(mac)}"
+
+    def open(self, state: object, *, now: float) -> dict[str, Any]:
+        """Verify and decode a state; raise StateInvalid/StateUnknownKey/StateExpired.
+
+        The payload must carry ``exp`` (unix seconds); it is checked only after the MAC.
+        """
+        if not isinstance(state, str) or len(state) > MAX_STATE_CHARS:
+            raise StateInvalid("not a state string")
+        parts = state.split(".")
+        if len(parts) != 4 or parts[0] != STATE_FORMAT:
+            raise StateInvalid("unknown format")
+        _, kid, body, mac_text = parts
+        key = self._ring.keys.get(kid)
+        if key is None:
+            raise StateUnknownKey("sealed by an unknown key")
+        mac = _b64d(mac_text)
+        expected = hmac.new(key, f"{STATE_FORMAT}.{kid}.{body}".encode("ascii"), hashlib.sha256)
+        if not hmac.compare_digest(mac, expected.digest()):
+            raise StateInvalid("bad seal")
+        try:
+            payload = json.loads(_b64d(body))
+        except (ValueError, UnicodeDecodeError):
+            raise StateInvalid("bad payload") from None
+        if not isinstance(payload, dict):
+            raise StateInvalid("bad payload")
+        exp = payload.get("exp")
+        if not isinstance(exp, int | float) or isinstance(exp, bool):
+            raise StateInvalid("no expiry")
+        if now >= exp:
+            raise StateExpired("expired")
+        return payload
+
+
+def digest_arguments(arguments: Mapping[str, Any]) -> str:
+    """A stable SHA-256 of tool arguments (canonical JSON), for binding state to a call."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
