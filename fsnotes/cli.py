@@ -1,0 +1,108 @@
+"""Command line: ``fsnotes serve``, ``fsnotes demo``, ``fsnotes doctor``, ``fsnotes rotate-key``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fsnotes", description="A sandboxed MCP server for Markdown notes."
+    )
+    p.add_argument("--version", action="version", version=f"fsnotes {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve notes over MCP on stdio")
+    serve.add_argument(
+        "--workspace",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a notes directory (repeatable); env FSNOTES_WORKSPACE (os.pathsep-separated)",
+    )
+    serve.add_argument(
+        "--read-only", action="store_true", help="cap every grant at read (FSNOTES_READ_ONLY=1)"
+    )
+    serve.add_argument(
+        "--state-dir", metavar="DIR", help="keys and replay database (FSNOTES_STATE_DIR)"
+    )
+    serve.add_argument(
+        "--principal", metavar="NAME", help="whom this process serves (FSNOTES_PRINCIPAL)"
+    )
+    serve.add_argument("--config", metavar="FILE", help="TOML configuration (FSNOTES_CONFIG)")
+    serve.add_argument(
+        "--no-landlock",
+        action="store_true",
+        help="do not apply the Landlock jail (layer 3); only for kernels or hosts where it breaks "
+        "something, since a bug in layers 1-2 would then reach the whole disk",
+    )
+    serve.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
+
+    doctor = sub.add_parser("doctor", help="report which containment layers are active")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sub.add_parser("demo", help="a scripted session on a bundled example vault")
+
+    rotate = sub.add_parser("rotate-key", help="add a new active sealing key to the state dir")
+    rotate.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=logging.DEBUG if args.verbose else logging.INFO,
+            format="fsnotes %(levelname)s %(name)s: %(message)s",
+        )
+        from .config import ConfigError, load
+        from .server import main_error, serve
+
+        try:
+            config = load(
+                workspaces=args.workspace,
+                read_only=args.read_only,
+                state_dir=args.state_dir,
+                principal=args.principal,
+                config_file=args.config,
+                no_landlock=args.no_landlock,
+            )
+            return serve(config)
+        except ConfigError as exc:
+            return main_error(str(exc))
+    if args.command == "doctor":
+        from .doctor import format_text, report
+
+        data = report()
+        print(json.dumps(data, indent=2) if args.json else format_text(data))
+        return 0
+    if args.command == "demo":
+        from .demo import main as demo_main
+
+        return demo_main()
+    if args.command == "rotate-key":
+        import os
+        from pathlib import Path
+
+        from .config import default_state_dir
+        from .security.seal import Keyring
+
+        state = Path(
+            args.state_dir or os.environ.get("FSNOTES_STATE_DIR") or default_state_dir(os.environ)
+        )
+        ring = Keyring.load_or_create(state).rotated()
+        ring.save(state)
+        print(f"new active sealing key {ring.active}; {len(ring.keys)} key(s) verify")
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

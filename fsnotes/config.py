@@ -1,0 +1,224 @@
+"""Server configuration from the command line, the environment and a TOML file.
+
+Precedence: command-line flags, then ``FSNOTES_*`` environment variables (meant for the
+container), then the config file. Workspaces from ``--workspace``/``FSNOTES_WORKSPACE`` are
+granted to the serving principal (``delete`` access, or ``read`` with ``--read-only``);
+the config file can declare more workspaces, principals and grants::
+
+    principal = "ada"                 # whom this stdio process serves (default: OS user)
+    state_dir = "/var/lib/fsnotes"    # default: $XDG_STATE_HOME/fsnotes
+    extensions = [".md", ".txt"]      # what counts as a note
+
+    [[workspace]]
+    name = "notes"
+    path = "/home/ada/notes"
+
+    [[grant]]
+    principal = "ada"
+    workspace = "notes"
+    access = "write"                  # read < write < delete
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox import uri as lexical
+from sandbox.errors import SandboxError
+
+from .notes.store import DEFAULT_EXTENSIONS
+from .security.grants import Access, Grant, Workspace
+
+
+class ConfigError(Exception):
+    """A configuration problem, explained for the person who wrote it."""
+
+
+@dataclass(frozen=True)
+class WorkspaceSpec:
+    name: str
+    path: str  # absolute, normalised, as the server sees it
+
+
+@dataclass
+class Config:
+    principal: str
+    state_dir: Path
+    workspaces: list[WorkspaceSpec]
+    grants: list[Grant]
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
+    landlock: bool = True
+    allow_hardlinked_reads: bool = False
+    notes: list[str] = field(default_factory=list)  # remarks for the start-up log
+
+    def workspace_objects(self) -> list[Workspace]:
+        return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
+
+
+def default_principal() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        # No passwd entry (e.g. `docker run --user 12345`): name the uid instead.
+        return f"uid-{os.getuid()}"
+
+
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "fsnotes"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _normalise(path: str, what: str) -> str:
+    expanded = os.path.expanduser(path)
+    if not expanded:
+        raise ConfigError(f"{what} is empty")
+    return os.path.normpath(os.path.abspath(expanded))
+
+
+def load(
+    *,
+    workspaces: Sequence[str] = (),
+    read_only: bool = False,
+    state_dir: str | None = None,
+    principal: str | None = None,
+    config_file: str | None = None,
+    no_landlock: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    env = os.environ if env is None else env
+    file_cfg: dict[str, Any] = {}
+    config_file = config_file or env.get("FSNOTES_CONFIG")
+    if config_file:
+        try:
+            with open(config_file, "rb") as f:
+                file_cfg = tomllib.load(f)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
+        unknown = set(file_cfg) - {
+            "principal",
+            "state_dir",
+            "extensions",
+            "workspace",
+            "grant",
+            "allow_hardlinked_reads",
+        }
+        if unknown:
+            raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
+
+    who = principal or env.get("FSNOTES_PRINCIPAL") or file_cfg.get("principal")
+    who = str(who) if who else default_principal()
+
+    state = state_dir or env.get("FSNOTES_STATE_DIR") or file_cfg.get("state_dir")
+    state_path = Path(_normalise(str(state), "state_dir")) if state else default_state_dir(env)
+
+    specs: list[WorkspaceSpec] = []
+    grants: list[Grant] = []
+    for i, entry in enumerate(file_cfg.get("workspace", []) or []):
+        if not isinstance(entry, dict) or "path" not in entry:
+            raise ConfigError(f"[[workspace]] #{i + 1} needs a 'path'")
+        path = _normalise(str(entry["path"]), "workspace path")
+        specs.append(WorkspaceSpec(str(entry.get("name") or _name_for(path)), path))
+    for i, entry in enumerate(file_cfg.get("grant", []) or []):
+        try:
+            grants.append(
+                Grant(
+                    str(entry["principal"]), str(entry["workspace"]), Access.parse(entry["access"])
+                )
+            )
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"[[grant]] #{i + 1} needs principal, workspace, access") from exc
+        except ValueError as exc:
+            raise ConfigError(f"[[grant]] #{i + 1}: {exc}") from None
+
+    cli_paths = list(workspaces)
+    if not cli_paths and env.get("FSNOTES_WORKSPACE"):
+        cli_paths = [p for p in env["FSNOTES_WORKSPACE"].split(os.pathsep) if p]
+    level = Access.READ if (read_only or _truthy(env.get("FSNOTES_READ_ONLY"))) else Access.DELETE
+    for raw in cli_paths:
+        path = _normalise(raw, "--workspace")
+        existing = next((s for s in specs if s.path == path), None)
+        if existing is None:
+            existing = WorkspaceSpec(_unique_name(_name_for(path), specs), path)
+            specs.append(existing)
+        grants.append(Grant(who, existing.name, level))
+
+    if read_only or _truthy(env.get("FSNOTES_READ_ONLY")):
+        # --read-only caps every grant, including those from the config file.
+        grants = [Grant(g.principal, g.workspace, min(g.access, Access.READ)) for g in grants]
+
+    if not specs:
+        raise ConfigError(
+            "no workspace: pass --workspace PATH, set FSNOTES_WORKSPACE, or use --config FILE"
+        )
+    _check_layout(specs, state_path)
+
+    extensions = file_cfg.get("extensions", DEFAULT_EXTENSIONS)
+    if not isinstance(extensions, list | tuple) or not all(
+        isinstance(e, str) and e.startswith(".") and len(e) > 1 for e in extensions
+    ):
+        raise ConfigError("extensions must be a list like ['.md', '.txt']")
+
+    return Config(
+        principal=who,
+        state_dir=state_path,
+        workspaces=specs,
+        grants=grants,
+        extensions=tuple(extensions),
+        landlock=not (no_landlock or _truthy(env.get("FSNOTES_NO_LANDLOCK"))),
+        allow_hardlinked_reads=bool(file_cfg.get("allow_hardlinked_reads", False)),
+    )
+
+
+def _name_for(path: str) -> str:
+    return os.path.basename(path.rstrip("/")) or "root"
+
+
+def _unique_name(name: str, specs: Sequence[WorkspaceSpec]) -> str:
+    taken = {s.name for s in specs}
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}-{n}", n + 1
+    return candidate
+
+
+def _check_layout(specs: Sequence[WorkspaceSpec], state_dir: Path) -> None:
+    """Workspaces may not nest or overlap, and the state directory lives outside all of them.
+
+    Compared on real paths (symlinks resolved), because this is about where bytes land.
+    """
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ConfigError("workspace names must be unique")
+    real = []
+    for s in specs:
+        try:
+            real.append((s, lexical.path_components(os.path.realpath(s.path))))
+        except SandboxError as exc:
+            raise ConfigError(f"workspace {s.name}: {exc}") from None
+    state_real = lexical.path_components(os.path.realpath(state_dir))
+    for i, (a, ac) in enumerate(real):
+        if _nested(ac, state_real) or _nested(state_real, ac):
+            raise ConfigError(
+                f"the state directory must be outside workspace '{a.name}' (and not contain it)"
+            )
+        for b, bc in real[i + 1 :]:
+            if _nested(ac, bc) or _nested(bc, ac):
+                raise ConfigError(
+                    f"workspaces '{a.name}' and '{b.name}' overlap; they must not nest"
+                )
+
+
+def _nested(base: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    return other[: len(base)] == base

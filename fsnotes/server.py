@@ -1,0 +1,160 @@
+"""Assemble the notes server from a configuration: open, jail, serve.
+
+Start-up order matters for layer 3: every workspace and the state directory are opened
+(and the keyring and replay database created) first, then Landlock is applied while the
+process still has a single thread, and only then does the event loop start its worker
+threads. After that the process cannot open anything outside its workspaces, its state
+directory and the read-only runtime, whatever the code above it does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fsnotes as fsnotes_pkg
+import sandbox
+from sandbox.errors import SandboxError
+from sandbox.jail import JailReport, apply_landlock, runtime_read_only_paths
+from sandbox.root import Root
+
+from . import __version__
+from .config import Config, ConfigError
+from .notes.confirm import DeleteFlow
+from .notes.resources import NotesResources
+from .notes.service import NotesService
+from .notes.store import NoteStore
+from .notes.tools import build_tools
+from .protocol.registry import App
+from .security.grants import Grants
+from .security.replay import SQLiteReplayStore
+from .security.seal import Keyring, Sealer
+
+log = logging.getLogger("fsnotes")
+
+STATE_DIR_MODE = 0o700  # keys and the replay database: the serving user only
+
+INSTRUCTIONS = (
+    "fsnotes gives you the person's Markdown notes. Call workspaces_list first to learn the "
+    "workspace URIs you may use, then notes_search or notes_list to find notes and notes_read "
+    "to read one (keep its etag). Pass the etag to notes_update and notes_move so a note that "
+    "changed meanwhile is never overwritten. notes_delete always asks the person to confirm; "
+    "you cannot confirm for them."
+)
+
+
+@dataclass
+class Server:
+    app: App
+    service: NotesService
+    roots: list[Root]
+    replay: SQLiteReplayStore
+    config: Config
+
+    def close(self) -> None:
+        for root in self.roots:
+            root.close()
+
+
+def prepare_state_dir(config: Config) -> None:
+    path = config.state_dir
+    path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    st = path.stat()
+    if st.st_mode & 0o077:
+        # An existing directory with looser permissions is tightened rather than trusted.
+        os.chmod(path, STATE_DIR_MODE)
+
+
+def build(config: Config, *, clock: Any = time.time) -> Server:
+    """Open everything the server needs. Raises ConfigError with a readable reason."""
+    prepare_state_dir(config)
+    workspaces = config.workspace_objects()
+    grants = Grants(workspaces, config.grants)
+    roots: list[Root] = []
+    stores: dict[str, NoteStore] = {}
+    try:
+        for spec in config.workspaces:
+            try:
+                root = Root.open(spec.path, allow_hardlinked_reads=config.allow_hardlinked_reads)
+            except (SandboxError, OSError) as exc:
+                raise ConfigError(
+                    f"cannot open workspace '{spec.name}' ({spec.path}): {exc}"
+                ) from None
+            roots.append(root)
+            stores[spec.name] = NoteStore(root, extensions=config.extensions)
+        try:
+            keyring = Keyring.load_or_create(config.state_dir)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot use the sealing keys in {config.state_dir}: {exc}") from None
+        replay = SQLiteReplayStore(config.state_dir, clock=clock)
+    except BaseException:
+        for root in roots:
+            root.close()
+        raise
+
+    service = NotesService(grants=grants, principal=config.principal, stores=stores)
+    deletes = DeleteFlow(service, Sealer(keyring), replay, clock)
+
+    async def on_roots(roots_list: list[dict[str, Any]]) -> None:
+        service.set_root_hints(roots_list)
+
+    app = App(
+        name="fsnotes",
+        version=__version__,
+        title="fsnotes",
+        instructions=INSTRUCTIONS,
+        tools=build_tools(service, deletes),
+        resources=NotesResources(service),
+        on_roots=on_roots,
+    )
+    return Server(app=app, service=service, roots=roots, replay=replay, config=config)
+
+
+def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport | None:
+    """Apply Landlock for this server's workspaces and state directory (layer 3)."""
+    if not server.config.landlock:
+        log.warning("Landlock disabled by --no-landlock: layer 3 is off for this process")
+        return None
+    # The packages' own directories: with an editable install (a checkout) they are outside
+    # the runtime prefix, and modules imported lazily later must still load.
+    own = [os.path.dirname(os.path.abspath(m.__file__ or "")) for m in (sandbox, fsnotes_pkg)]
+    report = apply_landlock(
+        writable=[spec.path for spec in server.config.workspaces],
+        state_dirs=[str(server.config.state_dir)],
+        read_only=[*runtime_read_only_paths(), *own, *extra_read_only],
+    )
+    if report.applied:
+        log.info("Landlock ABI %s applied", report.abi)
+    for gap in report.not_applied:
+        log.warning("Landlock: %s", gap)
+    return report
+
+
+def serve(config: Config) -> int:
+    """Run the stdio server until stdin closes or SIGTERM; returns the exit status."""
+    # Imported before the jail goes up: after it, only the runtime paths stay readable, and
+    # a project checkout (an editable install) may not be among them.
+    from .transport.stdio import run_stdio
+
+    server = build(config)
+    try:
+        jail(server)
+        log.info(
+            "serving %d workspace(s) for principal %r over stdio",
+            len(config.workspaces),
+            config.principal,
+        )
+        run_stdio(server.app)
+    finally:
+        server.close()
+    return 0
+
+
+def main_error(message: str) -> int:
+    print(f"fsnotes: {message}", file=sys.stderr)
+    return 2
