@@ -1,0 +1,1174 @@
+"""Layer 2 of containment: :class:`Root`, every file operation relative to a directory fd.
+
+Everything revolves around one open ``O_PATH`` descriptor on the workspace directory.
+Paths arrive as component tuples already checked by layer 1 (:mod:`sandbox.uri`); they are
+resolved below that descriptor without following any symlink, and the operation then acts on
+the descriptor it resolved, never on a path string again.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal, NoReturn
+
+from sandbox import _linux
+from sandbox.errors import (
+    AlreadyExists,
+    DirectoryNotEmpty,
+    Escape,
+    HardLinked,
+    IdentityMismatch,
+    InvalidPath,
+    LimitExceeded,
+    NotADirectory,
+    NotARegularFile,
+    NotFound,
+    PermissionDenied,
+    SandboxError,
+    StorageError,
+    TooLarge,
+)
+
+__all__ = [
+    "REMOVE_PREFIX",
+    "RESOLVER_ENV",
+    "TEMP_PREFIX",
+    "Components",
+    "DirEntry",
+    "FileIdentity",
+    "FileInfo",
+    "ReadResult",
+    "Resolver",
+    "Root",
+    "openat2_available",
+]
+
+Components = tuple[str, ...]
+Resolver = Literal["openat2", "walk"]
+Kind = Literal["file", "dir", "symlink", "other"]
+
+# Setting this to "walk" forces the fallback resolver everywhere (tests run the whole suite
+# both ways so the fallback never rots); "openat2" insists on openat2 and fails if missing.
+RESOLVER_ENV = "FSNOTES_RESOLVER"
+
+# Hidden names for our own short-lived files, recognisable so listings can skip them and an
+# operator can tell what a leftover is (a crash between create and rename leaves one).
+TEMP_PREFIX = ".fsnotes-tmp-"
+REMOVE_PREFIX = ".fsnotes-rm-"
+# 64 random bits per name: O_EXCL catches a collision, and a few attempts make a repeated
+# one (or a name squatted by someone guessing) fail loudly instead of looping.
+_RANDOM_NAME_BYTES = 8
+_RANDOM_NAME_ATTEMPTS = 4
+
+# update() waits this long for another of our processes to finish its read-transform-
+# rename of the same file. Such windows last milliseconds; a holder that takes longer is
+# stuck, and failing the request beats hanging it (flock itself has no timeout).
+FLOCK_TIMEOUT_S = 10.0
+_FLOCK_POLL_S = 0.002
+# After taking the lock the name may already point at a newer file (the previous holder
+# renamed over it); we reopen and lock again. Each retry means another writer finished, so
+# a handful is plenty; more means a writer loop we should not try to outrun.
+UPDATE_REOPEN_ATTEMPTS = 8
+
+# Reads past the size fstat reported (a growing file, or a filesystem whose st_size is not
+# exact) continue in chunks of this size until EOF or max_bytes + 1.
+_READ_CHUNK = 1 << 16
+
+_RESOLVE = (
+    _linux.RESOLVE_BENEATH
+    | _linux.RESOLVE_NO_SYMLINKS
+    | _linux.RESOLVE_NO_MAGICLINKS
+    | _linux.RESOLVE_NO_XDEV
+)
+_O_DIR_PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_O_DIR_READ = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO for reading must not wait for a writer; fstat then refuses it.
+_O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# New files: 0o666 and new directories 0o777, both narrowed by the process umask, like
+# every other Unix program; temp files start private and get the original's bits by fchmod.
+_FILE_MODE = 0o666
+_DIR_MODE = 0o777
+_TEMP_MODE = 0o600
+
+
+# --- value types --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """The (st_dev, st_ino) pair that names one inode for as long as it exists."""
+
+    dev: int
+    ino: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """What ``lstat``/``fstat`` said about one inode (symlinks are never followed)."""
+
+    kind: Kind
+    size: int
+    mtime_ns: int
+    mode: int
+    nlink: int
+    identity: FileIdentity
+
+
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    """One name in a directory, with ``fstatat(AT_SYMLINK_NOFOLLOW)`` information."""
+
+    name: str
+    info: FileInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """File content and the ``fstat`` of the very descriptor it was read from."""
+
+    data: bytes
+    info: FileInfo
+
+
+def _kind(mode: int) -> Kind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def _info(st: os.stat_result) -> FileInfo:
+    return FileInfo(
+        _kind(st.st_mode),
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_mode,
+        st.st_nlink,
+        FileIdentity(st.st_dev, st.st_ino),
+    )
+
+
+def openat2_available() -> bool:
+    """Whether openat2 works in this process (probed once, cached; for ``fsnotes doctor``)."""
+    return _linux.openat2_available()
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+def _rel(parts: Components) -> str:
+    return "/".join(parts)
+
+
+def _raise(err: int | None, rel: str, action: str) -> NoReturn:
+    # "from None": the OSError behind it may carry a path; the typed error carries errno.
+    raise _typed(err, rel, action) from None
+
+
+def _typed(err: int | None, rel: str, action: str) -> SandboxError:
+    """The one place an errno becomes a typed error.
+
+    ``rel`` is the relative path the caller gave, the only path a message may name.
+    """
+    where = f"'{rel}'" if rel else "the workspace root"
+    head = f"cannot {action} {where}"
+    if err in (errno.ELOOP, errno.EXDEV):
+        # ELOOP: a symlink (or magic link) in some component; EXDEV: a mount crossing or a
+        # resolution leaving the root. Both mean the path does not stay inside.
+        return Escape(f"{head}: a symlink or mount point is in the path", errno=err)
+    if err == errno.ENOENT:
+        return NotFound(f"{head}: no such file or directory", errno=err)
+    if err == errno.EEXIST:
+        return AlreadyExists(f"{head}: the name is already taken", errno=err)
+    if err == errno.ENOTDIR:
+        return NotADirectory(f"{head}: a path component is not a directory", errno=err)
+    if err == errno.EISDIR:
+        return NotARegularFile(f"{head}: it is a directory", errno=err)
+    if err == errno.ENXIO:
+        # open() of a Unix socket, or of a device without a driver.
+        return NotARegularFile(f"{head}: it is not a regular file", errno=err)
+    if err == errno.ENOTEMPTY:
+        return DirectoryNotEmpty(f"{head}: the directory is not empty", errno=err)
+    if err in (errno.EACCES, errno.EPERM):
+        return PermissionDenied(f"{head}: permission denied", errno=err)
+    if err == errno.ENAMETOOLONG:
+        return InvalidPath(f"{head}: a name is too long", errno=err)
+    if err == errno.EFBIG:
+        return TooLarge(f"{head}: the file size limit was reached", errno=err)
+    if err == errno.EWOULDBLOCK:
+        return StorageError(f"{head}: the file is busy, try again", errno=err)
+    reason = os.strerror(err) if err is not None else "unknown error"
+    return StorageError(f"{head}: {reason}", errno=err)
+
+
+def _check_parts(parts: Components) -> Components:
+    """Defence in depth: layer 1 already guarantees this, Root must be safe on its own."""
+    if type(parts) is not tuple:
+        if isinstance(parts, list):
+            parts = tuple(parts)
+        else:
+            raise InvalidPath("a path must be a tuple of names")
+    for name in parts:
+        if type(name) is not str:
+            raise InvalidPath("a path component must be a string")
+        if not name or name == "." or name == ".." or "/" in name or "\0" in name:
+            raise InvalidPath(f"invalid path component {name!r}")
+    return parts
+
+
+def _check_leaf(parts: Components, action: str) -> Components:
+    parts = _check_parts(parts)
+    if not parts:
+        raise InvalidPath(f"cannot {action} the workspace root itself")
+    return parts
+
+
+def _lstat_at(dirfd: int, name: str) -> os.stat_result:
+    return os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+
+
+def _identity(st: os.stat_result) -> FileIdentity:
+    return FileIdentity(st.st_dev, st.st_ino)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _random_name(prefix: str) -> str:
+    return prefix + secrets.token_hex(_RANDOM_NAME_BYTES)
+
+
+def _fsync_dir(dirfd: int) -> None:
+    # fsync needs a real descriptor; an O_PATH one gives EBADF.
+    fd = os.open(".", _O_DIR_READ, dir_fd=dirfd)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Root:
+    """A handle on one workspace directory; the only door to the files below it.
+
+    Guarantees (Linux):
+
+    * The directory is opened once (``O_PATH|O_DIRECTORY``) and its (st_dev, st_ino) kept.
+      Every operation resolves its path relative to that descriptor, component tuples only;
+      no absolute or host path string is ever handed to the OS again.
+    * Symlinks are never followed, in any component, whether they point inside or outside:
+      an intermediate symlink or a symlink to be read raises :class:`Escape`. Operations on a
+      final name that is a symlink act on the link itself: ``stat`` reports it, ``unlink``,
+      ``move`` and ``remove`` move or remove the link, never its target; ``create`` refuses
+      the taken name even when the link dangles (nothing is created at its target).
+    * Resolution uses ``openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|
+      RESOLVE_NO_XDEV)`` where the kernel allows it (probed once per process; Linux 5.6+),
+      otherwise a walk opening one component at a time with ``O_PATH|O_NOFOLLOW|O_DIRECTORY``
+      and comparing st_dev with the root's at each step. Both hold under concurrent renames:
+      swapping a directory or file for a symlink mid-operation yields an error, never a file
+      outside (see ``tests/test_root_races.py``). ``FSNOTES_RESOLVER=walk`` forces the walk.
+    * Files are read with ``O_NOFOLLOW|O_NONBLOCK`` and ``fstat`` must then say regular file:
+      FIFOs, sockets and devices are refused without blocking. Sizes are checked before
+      reading and at most ``max_bytes + 1`` bytes are ever read. Files with more than one
+      hard link are refused by default (their inode may be shared with a file outside).
+    * ``update``/``replace`` write a temp file in the same directory, fsync it, check that the
+      name still refers to the inode that was read, rename over it and fsync the directory:
+      readers see the old or the new content, never a mix; a hard link is never written
+      through. Temp files are removed on every failure path (a crash can leave one, named
+      ``.fsnotes-tmp-*``).
+    * Errors are typed (:mod:`sandbox.errors`); messages name only the relative path the
+      caller gave. Every descriptor is closed on every path. A Root is safe to share between
+      threads; ``close`` waits for operations in flight before releasing the descriptor.
+
+    Not protected against (by design or because Linux gives no way):
+
+    * A directory we hold a descriptor on being moved *out of* the workspace by someone with
+      write access to both places: operations in flight keep working below it. Our own API
+      cannot do this (all its renames stay inside), and across a container bind mount the
+      kernel refuses such a rename (EXDEV).
+    * Bind mounts of the same filesystem inside the workspace under the walk resolver: they
+      share st_dev, so only openat2's RESOLVE_NO_XDEV sees them. (Under the walk, btrfs
+      subvolumes, which differ in st_dev without being mounts, are refused as mounts.)
+    * Hard links made from outside to a file outside: refused for reads by default
+      (``allow_hardlinked_reads`` lifts that) and always for updates, but a file with one link
+      can still gain a second one at any moment; such a link is only detected when seen.
+    * Other programs editing the same files: ``update`` serialises our own processes with
+      ``flock(LOCK_EX)``; editors that do not take flock are not excluded. Between the
+      identity check and the rename there is a window of a few microseconds in which a
+      swapped-in name would be replaced (the swapped-in object itself, never a symlink
+      target). ``remove`` and ``move(expect=...)`` have the analogous windows, documented there.
+    * Whatever a mount inside the workspace exposes under the walk resolver when it is the
+      same filesystem, ``/proc`` bind-mounted into the workspace included; and the side
+      effects a device driver has on ``open`` (device nodes need CAP_MKNOD to create).
+    * Ownership and extended attributes are not preserved by ``update`` (only the permission
+      bits are; set-uid/set-gid bits are dropped on purpose). Nothing here limits disk use.
+    """
+
+    __slots__ = (
+        "_active",
+        "_allow_hardlinked_reads",
+        "_closed",
+        "_dev",
+        "_fd",
+        "_ino",
+        "_lock",
+        "_resolver",
+    )
+
+    def __init__(
+        self, fd: int, st: os.stat_result, resolver: Resolver, allow_hardlinked_reads: bool
+    ) -> None:
+        """Private: use :meth:`Root.open`."""
+        self._fd = fd
+        self._dev = st.st_dev
+        self._ino = st.st_ino
+        self._resolver: Resolver = resolver
+        self._allow_hardlinked_reads = allow_hardlinked_reads
+        self._lock = threading.Lock()
+        self._active = 0
+        self._closed = False
+
+    # --- life cycle -----------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        resolver: Literal["auto", "openat2", "walk"] = "auto",
+        allow_hardlinked_reads: bool = False,
+    ) -> Root:
+        """Open the workspace directory at ``path`` (followed if it is itself a symlink: the
+        operator's configuration is trusted, what lies below it is not).
+
+        ``resolver="auto"`` takes ``$FSNOTES_RESOLVER`` (``walk`` or ``openat2``) if set, else
+        openat2 when the probe succeeded, else the walk. Asking for openat2 where it does not
+        work raises :class:`StorageError`. ``allow_hardlinked_reads`` lets ``read`` return
+        files with more than one link (updates still refuse them).
+        """
+        if resolver == "auto":
+            forced = os.environ.get(RESOLVER_ENV, "")
+            if forced:
+                if forced not in ("walk", "openat2"):
+                    raise ValueError(f"{RESOLVER_ENV} must be 'walk' or 'openat2'")
+                resolver = "walk" if forced == "walk" else "openat2"
+            else:
+                resolver = "openat2" if _linux.openat2_available() else "walk"
+        elif resolver not in ("openat2", "walk"):
+            raise ValueError("resolver must be 'auto', 'openat2' or 'walk'")
+        if resolver == "openat2" and not _linux.openat2_available():
+            err = _linux.openat2_probe_errno()
+            raise StorageError(
+                "openat2 is not usable here"
+                + (f" ({errno.errorcode.get(err, err)})" if err is not None else ""),
+                errno=err,
+            )
+        try:
+            fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                raise NotFound("the workspace root does not exist", errno=exc.errno) from None
+            if exc.errno == errno.ENOTDIR:
+                raise NotADirectory(
+                    "the workspace root is not a directory", errno=exc.errno
+                ) from None
+            _raise(exc.errno, "", "open")
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            _raise(exc.errno, "", "open")
+        return cls(fd, st, resolver, allow_hardlinked_reads)
+
+    @property
+    def resolver(self) -> Resolver:
+        """Which resolution path this Root uses."""
+        return self._resolver
+
+    @property
+    def identity(self) -> FileIdentity:
+        """(st_dev, st_ino) of the workspace directory, taken when it was opened."""
+        return FileIdentity(self._dev, self._ino)
+
+    def close(self) -> None:
+        """Release the directory descriptor (after operations in flight finish). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._active == 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def __enter__(self) -> Root:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Root {state} resolver={self._resolver} dev={self._dev} ino={self._ino}>"
+
+    def _enter(self) -> None:
+        # Reference counting instead of a bare fd: closing the descriptor while another thread
+        # resolves below it could let the number be reused for an unrelated directory.
+        with self._lock:
+            if self._closed:
+                raise ValueError("operation on a closed Root")
+            self._active += 1
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._closed and self._active == 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    # --- resolution -----------------------------------------------------------------------
+
+    def _check_dev(self, fd_or_st: int | os.stat_result, parts: Components, action: str) -> None:
+        """The walk's stand-in for RESOLVE_NO_XDEV: a different st_dev means a mount."""
+        st = os.fstat(fd_or_st) if isinstance(fd_or_st, int) else fd_or_st
+        if st.st_dev != self._dev:
+            _raise(errno.EXDEV, _rel(parts), action)
+
+    def _open_child(self, dirfd: int, name: str, flags: int, parts: Components, action: str) -> int:
+        """Open one directory entry below ``dirfd`` without following it; ``parts`` is the
+        entry's full relative path, for messages."""
+        if self._resolver == "openat2":
+            try:
+                return _linux.openat2(dirfd, name, flags, _RESOLVE)
+            except OSError as exc:
+                _raise(exc.errno, _rel(parts), action)
+        try:
+            fd = os.open(name, flags | os.O_NOFOLLOW, dir_fd=dirfd)
+        except OSError as exc:
+            err = exc.errno
+            if err == errno.ENOTDIR:
+                # O_PATH|O_NOFOLLOW|O_DIRECTORY on a symlink says ENOTDIR, like on a file;
+                # tell the two apart for the message (the refusal itself is already done).
+                try:
+                    if stat.S_ISLNK(_lstat_at(dirfd, name).st_mode):
+                        err = errno.ELOOP
+                except OSError:
+                    pass
+            _raise(err, _rel(parts), action)
+        try:
+            self._check_dev(fd, parts, action)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _open_dir(self, parts: Components, flags: int, action: str) -> int:
+        """A descriptor on the directory ``parts`` (``()`` is the root), opened with ``flags``
+        (``_O_DIR_PATH`` or ``_O_DIR_READ``). With ``_O_DIR_PATH`` and ``()`` this returns the
+        root descriptor itself: release it with :meth:`_release`, never ``os.close``."""
+        if not parts:
+            if flags == _O_DIR_PATH:
+                return self._fd
+            try:
+                return os.open(".", flags, dir_fd=self._fd)
+            except OSError as exc:
+                _raise(exc.errno, "", action)
+        if self._resolver == "openat2":
+            try:
+                return _linux.openat2(self._fd, "/".join(parts), flags, _RESOLVE)
+            except OSError as exc:
+                _raise(exc.errno, _rel(parts), action)
+        cur = self._fd
+        last = len(parts) - 1
+        try:
+            for i, name in enumerate(parts):
+                nxt = self._open_child(
+                    cur, name, flags if i == last else _O_DIR_PATH, parts[: i + 1], action
+                )
+                if cur != self._fd:
+                    os.close(cur)
+                cur = nxt
+        except BaseException:
+            if cur != self._fd:
+                os.close(cur)
+            raise
+        return cur
+
+    def _release(self, fd: int) -> None:
+        if fd != self._fd:
+            os.close(fd)
+
+    def _make_dirs(self, parts: Components, action: str) -> int:
+        """``mkdir -p``: an O_PATH descriptor on ``parts``, creating missing directories one
+        step at a time, each opened without following links before going further."""
+        cur = self._fd
+        try:
+            for i, name in enumerate(parts):
+                sub = parts[: i + 1]
+                try:
+                    nxt = self._open_child(cur, name, _O_DIR_PATH, sub, action)
+                except NotFound:
+                    try:
+                        os.mkdir(name, _DIR_MODE, dir_fd=cur)
+                    except FileExistsError:
+                        pass  # created meanwhile by someone else: open what is there
+                    except OSError as exc:
+                        _raise(exc.errno, _rel(sub), action)
+                    nxt = self._open_child(cur, name, _O_DIR_PATH, sub, action)
+                if cur != self._fd:
+                    os.close(cur)
+                cur = nxt
+        except BaseException:
+            if cur != self._fd:
+                os.close(cur)
+            raise
+        return cur
+
+    def _parent(self, parts: Components, make_parents: bool, action: str) -> int:
+        if make_parents:
+            return self._make_dirs(parts[:-1], action)
+        return self._open_dir(parts[:-1], _O_DIR_PATH, action)
+
+    def _lstat_leaf(self, dirfd: int, parts: Components, action: str) -> os.stat_result:
+        try:
+            st = _lstat_at(dirfd, parts[-1])
+        except OSError as exc:
+            _raise(exc.errno, _rel(parts), action)
+        if self._resolver == "walk" and not stat.S_ISLNK(st.st_mode):
+            self._check_dev(st, parts, action)
+        return st
+
+    def _open_regular(
+        self, dirfd: int | None, parts: Components, action: str, *, hardlinks_ok: bool
+    ) -> tuple[int, os.stat_result]:
+        """Open the regular file ``parts[-1]`` below the parent ``dirfd`` for reading (with
+        ``dirfd=None``: all of ``parts`` below the root, openat2 only) and fstat it."""
+        name = parts[-1]
+        try:
+            if dirfd is None:
+                # openat2 only: the whole path in one call, the cheapest contained open.
+                fd = _linux.openat2(self._fd, "/".join(parts), _O_READ, _RESOLVE)
+            elif self._resolver == "openat2":
+                fd = _linux.openat2(dirfd, name, _O_READ, _RESOLVE)
+            else:
+                fd = os.open(name, _O_READ, dir_fd=dirfd)
+        except OSError as exc:
+            _raise(exc.errno, _rel(parts), action)
+        try:
+            st = os.fstat(fd)
+            if self._resolver == "walk":
+                self._check_dev(st, parts, action)
+            if not stat.S_ISREG(st.st_mode):
+                what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+                raise NotARegularFile(f"cannot {action} '{_rel(parts)}': it is {what}")
+            if st.st_nlink > 1 and not hardlinks_ok:
+                raise HardLinked(
+                    f"cannot {action} '{_rel(parts)}': the file has {st.st_nlink} hard links "
+                    "and may be shared with a file outside the workspace"
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
+
+    @staticmethod
+    def _read_fd(fd: int, st: os.stat_result, max_bytes: int, parts: Components) -> bytes:
+        size = st.st_size
+        if size > max_bytes:
+            raise TooLarge(
+                f"cannot read '{_rel(parts)}': {size} bytes is over the limit of {max_bytes}"
+            )
+        limit = max_bytes + 1  # one byte more than allowed, so growth is noticed
+        want = min(size + 1, limit)
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            try:
+                chunk = os.read(fd, want)
+            except OSError as exc:
+                _raise(exc.errno, _rel(parts), "read")
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise TooLarge(
+                    f"cannot read '{_rel(parts)}': it grew past the limit of {max_bytes} bytes"
+                )
+            if total == size and len(chunk) < want:
+                break  # a short read ending exactly at the fstat size: EOF, skip one syscall
+            want = min(_READ_CHUNK, limit - total)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    # --- operations -----------------------------------------------------------------------
+
+    def stat(self, parts: Components) -> FileInfo:
+        """Information about ``parts`` without following it (``()`` is the root itself)."""
+        parts = _check_parts(parts)
+        self._enter()
+        try:
+            if not parts:
+                return _info(os.fstat(self._fd))
+            if self._resolver == "openat2":
+                # O_PATH|O_NOFOLLOW on a final symlink yields the link itself, which is what
+                # stat must describe; an intermediate symlink or mount still fails.
+                try:
+                    fd = _linux.openat2(
+                        self._fd,
+                        "/".join(parts),
+                        os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        _RESOLVE,
+                    )
+                except OSError as exc:
+                    _raise(exc.errno, _rel(parts), "stat")
+                try:
+                    return _info(os.fstat(fd))
+                finally:
+                    os.close(fd)
+            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "stat")
+            try:
+                return _info(self._lstat_leaf(parent, parts, "stat"))
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def read(self, parts: Components, *, max_bytes: int) -> ReadResult:
+        """The content of the regular file ``parts``, at most ``max_bytes`` long.
+
+        Raises :class:`TooLarge` before reading anything if the file is bigger (and if it
+        grows past the bound while being read), :class:`NotARegularFile` for directories,
+        FIFOs, sockets and devices (without blocking), :class:`HardLinked` for files with
+        several links unless the Root allows them, :class:`Escape` for symlinks.
+        """
+        parts = _check_leaf(parts, "read")
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        self._enter()
+        try:
+            if self._resolver == "openat2":
+                fd, st = self._open_regular(
+                    None, parts, "read", hardlinks_ok=self._allow_hardlinked_reads
+                )
+            else:
+                parent = self._open_dir(parts[:-1], _O_DIR_PATH, "read")
+                try:
+                    fd, st = self._open_regular(
+                        parent, parts, "read", hardlinks_ok=self._allow_hardlinked_reads
+                    )
+                finally:
+                    self._release(parent)
+            try:
+                return ReadResult(self._read_fd(fd, st, max_bytes, parts), _info(st))
+            finally:
+                os.close(fd)
+        finally:
+            self._leave()
+
+    def create(self, parts: Components, data: bytes, *, make_parents: bool = False) -> FileInfo:
+        """Create the new file ``parts`` with ``data``; fails if the name is taken in any way.
+
+        ``O_CREAT|O_EXCL|O_NOFOLLOW`` in the parent descriptor: a dangling symlink counts as
+        taken (:class:`AlreadyExists`) and nothing is created at its target. Data is written
+        and fsynced, then the directory; if writing fails the new file is removed.
+        ``make_parents`` creates missing parent directories, each step checked.
+        """
+        parts = _check_leaf(parts, "create")
+        self._enter()
+        try:
+            parent = self._parent(parts, make_parents, "create")
+            try:
+                return self._create_in(parent, parts, data)
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def _create_in(self, parent: int, parts: Components, data: bytes) -> FileInfo:
+        name = parts[-1]
+        try:
+            fd = os.open(name, _O_CREATE, _FILE_MODE, dir_fd=parent)
+        except OSError as exc:
+            _raise(exc.errno, _rel(parts), "create")
+        written = False
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+                st = os.fstat(fd)
+                _fsync_dir(parent)
+            except OSError as exc:
+                _raise(exc.errno, _rel(parts), "create")
+            written = True
+            return _info(st)
+        finally:
+            if not written:
+                self._unlink_if_same(parent, name, fd)
+            os.close(fd)
+
+    @staticmethod
+    def _unlink_if_same(dirfd: int, name: str, fd: int) -> None:
+        """Best-effort cleanup: remove ``name`` only if it is still the inode behind ``fd``."""
+        try:
+            if _identity(os.fstat(fd)) == _identity(_lstat_at(dirfd, name)):
+                os.unlink(name, dir_fd=dirfd)
+        except OSError:
+            pass
+
+    def update(
+        self, parts: Components, transform: Callable[[ReadResult], bytes], *, max_bytes: int
+    ) -> FileInfo:
+        """Atomically replace the file ``parts`` with ``transform(current content)``.
+
+        The file is read under the rules of :meth:`read`, except that hard-linked files are
+        always refused. ``transform`` may raise: nothing is written and the exception
+        propagates unchanged. The result goes to a temp file in the same directory (same
+        permission bits, set-id bits dropped), is fsynced, and renamed over the name only if
+        the name still refers to the inode that was read (else :class:`IdentityMismatch`);
+        then the directory is fsynced. Returns the new file's information.
+
+        Our own concurrent updaters are serialised with ``flock(LOCK_EX)`` on the original,
+        held from the read to the rename (waiting at most :data:`FLOCK_TIMEOUT_S`); programs
+        that do not take flock are not excluded, but the identity check refuses to overwrite
+        a file they replaced before our check.
+        """
+        parts = _check_leaf(parts, "update")
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        self._enter()
+        try:
+            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "update")
+            try:
+                return self._update_in(parent, parts, transform, max_bytes)
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def _lock_current(self, parent: int, parts: Components) -> tuple[int, os.stat_result]:
+        """Open and flock the file now at ``parts[-1]``, making sure the lock is on the inode
+        the name refers to after locking (a previous holder may have renamed over it)."""
+        name = parts[-1]
+        for _ in range(UPDATE_REOPEN_ATTEMPTS):
+            fd, st = self._open_regular(parent, parts, "update", hardlinks_ok=False)
+            try:
+                deadline = time.monotonic() + FLOCK_TIMEOUT_S
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            _raise(errno.EWOULDBLOCK, _rel(parts), "update")
+                        time.sleep(_FLOCK_POLL_S)
+                    except OSError as exc:
+                        _raise(exc.errno, _rel(parts), "update")
+                try:
+                    now = _lstat_at(parent, name)
+                except OSError as exc:
+                    _raise(exc.errno, _rel(parts), "update")
+                if _identity(now) == _identity(st):
+                    return fd, os.fstat(fd)  # fresh: the holder before us may have written
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+        raise StorageError(
+            f"cannot update '{_rel(parts)}': it kept being replaced while waiting for the lock",
+            errno=errno.EAGAIN,
+        )
+
+    def _update_in(
+        self,
+        parent: int,
+        parts: Components,
+        transform: Callable[[ReadResult], bytes],
+        max_bytes: int,
+    ) -> FileInfo:
+        name = parts[-1]
+        rel = _rel(parts)
+        fd, st = self._lock_current(parent, parts)
+        try:  # closing fd releases the flock
+            current = ReadResult(self._read_fd(fd, st, max_bytes, parts), _info(st))
+            data = transform(current)
+            if not isinstance(data, bytes):
+                raise TypeError("transform must return bytes")
+            tmp, tfd = self._open_temp(parent, parts)
+            renamed = False
+            try:
+                try:
+                    os.fchmod(tfd, stat.S_IMODE(st.st_mode) & 0o777)
+                    _write_all(tfd, data)
+                    os.fsync(tfd)
+                except OSError as exc:
+                    _raise(exc.errno, rel, "update")
+                try:
+                    now = _lstat_at(parent, name)
+                except OSError as exc:
+                    _raise(exc.errno, rel, "update")
+                if _identity(now) != _identity(st):
+                    raise IdentityMismatch(
+                        f"cannot update '{rel}': it was replaced by another file while being "
+                        "updated; nothing was written"
+                    )
+                try:
+                    os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+                except OSError as exc:
+                    _raise(exc.errno, rel, "update")
+                renamed = True
+                try:
+                    new = os.fstat(tfd)
+                    _fsync_dir(parent)
+                except OSError as exc:
+                    _raise(exc.errno, rel, "update")
+                return _info(new)
+            finally:
+                if not renamed:
+                    self._unlink_if_same(parent, tmp, tfd)
+                os.close(tfd)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _open_temp(parent: int, parts: Components) -> tuple[str, int]:
+        for _ in range(_RANDOM_NAME_ATTEMPTS):
+            tmp = _random_name(TEMP_PREFIX)
+            try:
+                return tmp, os.open(tmp, _O_CREATE, _TEMP_MODE, dir_fd=parent)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                _raise(exc.errno, _rel(parts), "update")
+        _raise(errno.EEXIST, _rel(parts), "update")
+
+    def replace(self, parts: Components, data: bytes, *, max_bytes: int) -> FileInfo:
+        """Atomically replace the existing file ``parts`` with ``data`` (see :meth:`update`;
+        ``max_bytes`` bounds the read of the current content)."""
+        return self.update(parts, lambda _current: data, max_bytes=max_bytes)
+
+    def listdir(self, parts: Components) -> list[DirEntry]:
+        """The entries of the directory ``parts``, sorted by name, with lstat information
+        (symlinks are reported as ``kind="symlink"``, never followed)."""
+        parts = _check_parts(parts)
+        self._enter()
+        try:
+            fd = self._open_dir(parts, _O_DIR_READ, "list")
+            try:
+                return self._scan(fd, parts, None)
+            finally:
+                os.close(fd)
+        finally:
+            self._leave()
+
+    @staticmethod
+    def _scan(fd: int, parts: Components, limit: int | None) -> list[DirEntry]:
+        """Sorted entries of the open directory ``fd``; LimitExceeded past ``limit`` names."""
+        names: list[str] = []
+        try:
+            with os.scandir(fd) as it:  # scandir dups fd and closes its copy
+                for entry in it:
+                    names.append(entry.name)
+                    if limit is not None and len(names) > limit:
+                        raise LimitExceeded(
+                            f"cannot walk '{_rel(parts)}': more entries than the limit"
+                        )
+        except OSError as exc:
+            _raise(exc.errno, _rel(parts), "list")
+        names.sort()
+        out: list[DirEntry] = []
+        for name in names:
+            try:
+                st = _lstat_at(fd, name)
+            except FileNotFoundError:
+                continue  # removed since it was listed
+            except OSError as exc:
+                _raise(exc.errno, _rel((*parts, name)), "list")
+            out.append(DirEntry(name, _info(st)))
+        return out
+
+    def walk(
+        self, parts: Components = (), *, max_entries: int, max_depth: int
+    ) -> Iterator[tuple[Components, FileInfo]]:
+        """Depth-first, names sorted: every entry below the directory ``parts``, with paths
+        relative to it. Directories are yielded before their content; symlinks are yielded
+        with ``kind="symlink"`` and never entered; mount points and directories that changed
+        under the walk (swapped for a link, removed) are yielded but not entered.
+
+        Raises :class:`LimitExceeded` as soon as more than ``max_entries`` entries would be
+        yielded or an entry lies deeper than ``max_depth`` components. Built from directory
+        descriptors only (at most ``max_depth + 1`` open at once); close or exhaust the
+        iterator to release them.
+        """
+        parts = _check_parts(parts)
+        if max_entries < 0 or max_depth < 0:
+            raise ValueError("max_entries and max_depth must be >= 0")
+        return self._walk(parts, max_entries, max_depth)
+
+    def _walk(
+        self, parts: Components, max_entries: int, max_depth: int
+    ) -> Iterator[tuple[Components, FileInfo]]:
+        self._enter()
+        # Each frame: an open directory, its path, and its entries still to visit, reversed
+        # so that pop() takes the next name in sorted order.
+        stack: list[tuple[int, Components, list[DirEntry]]] = []
+        try:
+            top = self._open_dir(parts, _O_DIR_READ, "walk")
+            count = 0
+            try:
+                stack.append((top, (), self._scan(top, parts, max_entries)[::-1]))
+            except BaseException:
+                os.close(top)
+                raise
+            while stack:
+                fd, prefix, entries = stack[-1]
+                if not entries:
+                    os.close(fd)
+                    stack.pop()
+                    continue
+                entry = entries.pop()
+                path = (*prefix, entry.name)
+                if len(path) > max_depth:
+                    raise LimitExceeded(
+                        f"cannot walk '{_rel(parts)}': deeper than {max_depth} levels"
+                    )
+                count += 1
+                if count > max_entries:
+                    raise LimitExceeded(
+                        f"cannot walk '{_rel(parts)}': more than {max_entries} entries"
+                    )
+                yield path, entry.info
+                if entry.info.kind != "dir":
+                    continue
+                child = self._open_walk_child(fd, entry.name, (*parts, *path))
+                if child is None:
+                    continue
+                try:
+                    stack.append(
+                        (child, path, self._scan(child, (*parts, *path), max_entries - count)[::-1])
+                    )
+                except BaseException:
+                    os.close(child)
+                    raise
+        finally:
+            for fd, _prefix, _entries in stack:
+                os.close(fd)
+            self._leave()
+
+    def _open_walk_child(self, dirfd: int, name: str, parts: Components) -> int | None:
+        try:
+            return self._open_child(dirfd, name, _O_DIR_READ, parts, "walk")
+        except (Escape, NotFound, NotADirectory):
+            return None  # a mount point, or changed since it was listed: not entered
+
+    def mkdir(self, parts: Components, *, parents: bool = False, exist_ok: bool = False) -> None:
+        """Create the directory ``parts``. ``parents`` creates missing parents (each step
+        checked, existing ones accepted); ``exist_ok`` accepts an existing directory (not a
+        symlink to one) at the name itself."""
+        parts = _check_leaf(parts, "create directory")
+        self._enter()
+        try:
+            parent = self._parent(parts, parents, "create directory")
+            try:
+                try:
+                    os.mkdir(parts[-1], _DIR_MODE, dir_fd=parent)
+                except FileExistsError:
+                    if exist_ok:
+                        st = self._lstat_leaf(parent, parts, "create directory")
+                        if stat.S_ISDIR(st.st_mode):
+                            return
+                    _raise(errno.EEXIST, _rel(parts), "create directory")
+                except OSError as exc:
+                    _raise(exc.errno, _rel(parts), "create directory")
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def unlink(self, parts: Components) -> None:
+        """Remove the file or symlink ``parts`` (a symlink itself, never its target);
+        directories are refused (:class:`NotARegularFile`)."""
+        parts = _check_leaf(parts, "remove")
+        self._enter()
+        try:
+            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "remove")
+            try:
+                os.unlink(parts[-1], dir_fd=parent)
+            except OSError as exc:
+                _raise(exc.errno, _rel(parts), "remove")
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def rmdir(self, parts: Components) -> None:
+        """Remove the empty directory ``parts`` (:class:`DirectoryNotEmpty` otherwise; a
+        symlink to a directory is :class:`NotADirectory`)."""
+        parts = _check_leaf(parts, "remove directory")
+        self._enter()
+        try:
+            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "remove directory")
+            try:
+                os.rmdir(parts[-1], dir_fd=parent)
+            except OSError as exc:
+                # POSIX lets rmdir report a non-empty directory as EEXIST too.
+                err = errno.ENOTEMPTY if exc.errno == errno.EEXIST else exc.errno
+                _raise(err, _rel(parts), "remove directory")
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def move(
+        self,
+        src: Components,
+        dst: Components,
+        *,
+        make_parents: bool = False,
+        expect: FileIdentity | None = None,
+    ) -> FileInfo:
+        """Rename ``src`` to ``dst`` without replacing anything (:class:`AlreadyExists`).
+
+        Both parents are resolved like every other path; the rename is
+        ``renameat2(RENAME_NOREPLACE)`` between the two parent descriptors. A symlink is
+        moved itself, never its target. ``expect`` requires the source to still be that
+        inode, checked on the source directory just before the rename (a swap in the
+        microseconds between check and rename is not detected; use :meth:`remove`'s
+        rename-then-verify pattern where that matters). ``make_parents`` creates missing
+        directories above ``dst``.
+
+        Without renameat2 (old kernels, or filesystems refusing the flag with EINVAL) files
+        and symlinks are moved by ``link`` + ``unlink`` (no replacement possible, but for a
+        moment both names exist, and a crash in between leaves both; filesystems without
+        hard links refuse); directories are checked for absence and then renamed, so a
+        concurrently created *empty* directory at ``dst`` could be replaced.
+        """
+        src = _check_leaf(src, "move")
+        dst = _check_leaf(dst, "move")
+        if dst[: len(src)] == src:
+            raise InvalidPath(f"cannot move '{_rel(src)}' into itself ('{_rel(dst)}')")
+        self._enter()
+        try:
+            sparent = self._open_dir(src[:-1], _O_DIR_PATH, "move")
+            try:
+                dparent = self._parent(dst, make_parents, "move")
+                try:
+                    if expect is not None:
+                        st = self._lstat_leaf(sparent, src, "move")
+                        if _identity(st) != expect:
+                            raise IdentityMismatch(
+                                f"cannot move '{_rel(src)}': it is no longer the confirmed file"
+                            )
+                    self._rename_noreplace(sparent, src, dparent, dst, "move")
+                    return _info(self._lstat_leaf(dparent, dst, "move"))
+                finally:
+                    self._release(dparent)
+            finally:
+                self._release(sparent)
+        finally:
+            self._leave()
+
+    def _rename_noreplace(
+        self, sdir: int, src: Components, ddir: int, dst: Components, action: str
+    ) -> None:
+        sname, dname = src[-1], dst[-1]
+        try:
+            _linux.renameat2(sdir, sname, ddir, dname, _linux.RENAME_NOREPLACE)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+                # EEXIST names the destination, anything else the source.
+                _raise(exc.errno, _rel(dst if exc.errno == errno.EEXIST else src), action)
+        # Fallback: no renameat2, or a filesystem that does not support RENAME_NOREPLACE.
+        st = self._lstat_leaf(sdir, src, action)
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                _lstat_at(ddir, dname)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                _raise(exc.errno, _rel(dst), action)
+            else:
+                _raise(errno.EEXIST, _rel(dst), action)
+            try:
+                os.rename(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir)
+            except OSError as exc:
+                _raise(exc.errno, _rel(src), action)
+            return
+        try:
+            os.link(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir, follow_symlinks=False)
+        except OSError as exc:
+            _raise(exc.errno, _rel(dst if exc.errno == errno.EEXIST else src), action)
+        try:
+            os.unlink(sname, dir_fd=sdir)
+        except OSError as exc:
+            _raise(exc.errno, _rel(src), action)
+
+    def remove(self, parts: Components, expect: FileIdentity) -> None:
+        """Remove the regular file at ``parts`` only if it is the inode ``expect``.
+
+        For confirmed deletes: the name is first renamed (no-replace) to a unique hidden name
+        ``.fsnotes-rm-*`` in the same directory, and that name, which nobody else knows, is
+        checked with lstat. If it is a regular file with the expected (st_dev, st_ino) it is
+        unlinked; otherwise it is renamed back and :class:`IdentityMismatch` is raised. A
+        symlink's target or a different file is never removed; if the original name was taken
+        again meanwhile, the object stays under the hidden name and the error says so.
+
+        Residual window: between the lstat and the unlink of the hidden name, someone who can
+        write the directory and guesses or observes the random name could swap it; and while
+        the check runs the file is briefly absent from its name.
+        """
+        parts = _check_leaf(parts, "delete")
+        self._enter()
+        try:
+            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "delete")
+            try:
+                self._remove_in(parent, parts, expect)
+            finally:
+                self._release(parent)
+        finally:
+            self._leave()
+
+    def _remove_in(self, parent: int, parts: Components, expect: FileIdentity) -> None:
+        rel = _rel(parts)
+        hidden = _random_name(REMOVE_PREFIX)
+        hidden_parts = (*parts[:-1], hidden)
+        self._rename_noreplace(parent, parts, parent, hidden_parts, "delete")
+        try:
+            st = _lstat_at(parent, hidden)
+        except OSError as exc:
+            _raise(exc.errno, rel, "delete")
+        if stat.S_ISREG(st.st_mode) and _identity(st) == expect:
+            try:
+                os.unlink(hidden, dir_fd=parent)
+            except OSError as exc:
+                _raise(exc.errno, rel, "delete")
+            return
+        try:
+            self._rename_noreplace(parent, hidden_parts, parent, parts, "delete")
+        except AlreadyExists:
+            raise IdentityMismatch(
+                f"cannot delete '{rel}': it is no longer the confirmed file, and the name was "
+                "taken again meanwhile, so the object found there was left as "
+                f"'{_rel(hidden_parts)}'"
+            ) from None
+        except SandboxError as exc:
+            raise IdentityMismatch(
+                f"cannot delete '{rel}': it is no longer the confirmed file, and putting it back "
+                f"failed ({exc.message}); it was left as '{_rel(hidden_parts)}'"
+            ) from None
+        raise IdentityMismatch(
+            f"cannot delete '{rel}': it is no longer the confirmed file; nothing was removed"
+        )
