@@ -1,0 +1,114 @@
+"""JSON Schemas for tools, generated from their pydantic models, and readable argument errors.
+
+Schemas are made self-contained: pydantic's local ``$ref``s into ``$defs`` are inlined so a
+client never has to resolve references (the spec tells clients not to dereference network
+``$ref``s and some still mishandle local ones). Recursive models cannot be inlined and are
+rejected when the tool list is built.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from fsnotes.protocol.limits import MAX_QUOTED_VALUE_CHARS
+
+JSONObject = dict[str, Any]
+
+_DEFS_PREFIX = "#/$defs/"
+
+
+class SchemaError(ValueError):
+    """A model whose schema cannot be made self-contained (e.g. a recursive model)."""
+
+
+def model_schema(model: type[BaseModel]) -> JSONObject:
+    """The self-contained JSON Schema of ``model`` (by alias), root ``type: object``.
+
+    A model without fields gets ``{"type": "object", "additionalProperties": false}``, the shape
+    the spec recommends for tools that take no arguments.
+    """
+    if not model.model_fields:
+        return {"type": "object", "additionalProperties": False}
+    raw = model.model_json_schema(by_alias=True)
+    defs = raw.pop("$defs", {})
+    schema = _inline(raw, defs, ())
+    if not isinstance(schema, dict):
+        raise SchemaError(f"{model.__name__}: schema is not an object")
+    schema["type"] = "object"
+    return schema
+
+
+def _inline(node: Any, defs: dict[str, Any], stack: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(item, defs, stack) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith(_DEFS_PREFIX) or ref[len(_DEFS_PREFIX) :] not in defs:
+            raise SchemaError(f"unresolvable $ref {ref!r}")
+        name = ref[len(_DEFS_PREFIX) :]
+        if name in stack:
+            raise SchemaError(f"recursive model {name!r} cannot be inlined")
+        target = _inline(defs[name], defs, (*stack, name))
+        siblings = {k: _inline(v, defs, stack) for k, v in node.items() if k != "$ref"}
+        return {**target, **siblings}
+    return {key: _inline(value, defs, stack) for key, value in node.items()}
+
+
+def _expected(schema: JSONObject, loc: tuple[int | str, ...]) -> str | None:
+    """A short description of what the schema expects at ``loc`` (type, description)."""
+    node: Any = schema
+    for part in loc:
+        if not isinstance(node, dict):
+            return None
+        if isinstance(part, str) and isinstance(node.get("properties"), dict):
+            node = node["properties"].get(part)
+        elif isinstance(part, int) and isinstance(node.get("items"), dict):
+            node = node["items"]
+        else:
+            return None
+    if not isinstance(node, dict):
+        return None
+    kind = node.get("type")
+    if kind is None and isinstance(node.get("anyOf"), list):
+        kinds = [str(alt.get("type")) for alt in node["anyOf"] if isinstance(alt, dict)]
+        kind = " or ".join(k for k in kinds if k != "None")
+    if isinstance(node.get("enum"), list):
+        kind = "one of " + ", ".join(json.dumps(v) for v in node["enum"])
+    parts = [str(kind)] if kind else []
+    if isinstance(node.get("description"), str):
+        parts.append(node["description"])
+    return ": ".join(parts) or None
+
+
+def _quote(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > MAX_QUOTED_VALUE_CHARS:
+        text = text[: MAX_QUOTED_VALUE_CHARS - 3] + "..."
+    return text
+
+
+def describe_validation_error(tool_name: str, exc: ValidationError, schema: JSONObject) -> str:
+    """An actionable sentence per bad field: where, what is wrong, and what is expected."""
+    lines = [f"Invalid arguments for tool {tool_name!r}; fix these and call it again:"]
+    for error in exc.errors(include_url=False):
+        loc = tuple(error.get("loc", ()))
+        where = ".".join(str(p) for p in loc) or "(arguments)"
+        kind = error.get("type", "")
+        expected = _expected(schema, loc)
+        if kind == "missing":
+            what = "required field is missing"
+        elif kind == "extra_forbidden":
+            what = "unknown field; remove it"
+        else:
+            what = f"{error.get('msg', 'invalid value')} (got {_quote(error.get('input'))})"
+        hint = f"; expected {expected}" if expected and kind != "extra_forbidden" else ""
+        lines.append(f"- {where}: {what}{hint}")
+    return "\n".join(lines)

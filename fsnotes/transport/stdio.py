@@ -1,0 +1,288 @@
+"""The stdio transport: the only code that reads stdin and writes stdout.
+
+Newline-delimited UTF-8 JSON, one compact message per line, written whole and unbuffered.
+Each client request runs as a task in one anyio task group, in its own cancel scope
+(``notifications/cancelled`` cancels that scope). Logs go to stderr only; while serving, fd 1
+is pointed at stderr so a stray ``print()`` cannot corrupt the message stream. The server exits
+promptly and quietly on stdin EOF (in-flight requests get :data:`EOF_GRACE_S` to answer) and on
+SIGTERM/SIGINT, leaving no task running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import signal
+import stat
+import sys
+from collections.abc import Awaitable, Callable
+
+import anyio
+import anyio.abc
+
+from fsnotes.protocol.connection import (
+    Action,
+    CancelTask,
+    DeliverReply,
+    Peer,
+    Send,
+    ServerConnection,
+    StartTask,
+    TaskKey,
+)
+from fsnotes.protocol.framing import LineSplitter, Oversized, encode_message
+from fsnotes.protocol.registry import App, JSONObject
+
+_log = logging.getLogger("fsnotes.transport")
+
+# Bytes asked of stdin per read: large enough that a 4 KiB request is one read, small enough
+# that skipping an oversized line never holds more than this beyond the line limit.
+READ_CHUNK = 64 * 1024
+
+# After stdin EOF, in-flight requests may still answer (a client that pipes a request and closes
+# stdin still gets its response) for this long; then they are cancelled. Kept under the 2 s the
+# SDK clients wait after closing stdin before they escalate to SIGTERM.
+EOF_GRACE_S = 1.0
+
+
+def _is_pollable(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _same_file(a: int, b: int) -> bool:
+    try:
+        sa, sb = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+class _NonBlocking:
+    """Puts a pipe/socket fd in O_NONBLOCK mode for the event loop, and restores it afterwards."""
+
+    def __init__(self, fd: int, enable: bool) -> None:
+        self.fd = fd
+        self.enabled = enable
+        self._saved: int | None = None
+
+    def __enter__(self) -> _NonBlocking:
+        if self.enabled:
+            self._saved = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+            fcntl.fcntl(self.fd, fcntl.F_SETFL, self._saved | os.O_NONBLOCK)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._saved is not None:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(self.fd, fcntl.F_SETFL, self._saved)
+
+
+class _StdioServer:
+    """Runs a :class:`ServerConnection` over two file descriptors; implements :class:`Peer`."""
+
+    def __init__(self, conn: ServerConnection, in_fd: int, out_fd: int) -> None:
+        self._conn = conn
+        self._in = _NonBlocking(in_fd, _is_pollable(in_fd))
+        # A stdout shared with stderr (2>&1) stays blocking so log writes never see EAGAIN.
+        self._out = _NonBlocking(out_fd, _is_pollable(out_fd) and not _same_file(out_fd, 2))
+        self._write_lock = anyio.Lock()
+        self._write_scope: anyio.CancelScope | None = None
+        self._out_broken = False
+        self._scopes: dict[TaskKey, anyio.CancelScope] = {}
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._waiters: dict[int, tuple[anyio.Event, list[JSONObject]]] = {}
+        self._shutting_down = False
+
+    # --- Peer ------------------------------------------------------------------------------
+
+    async def send(self, message: JSONObject) -> None:
+        await self._write(encode_message(message))
+
+    async def request(
+        self, request_id: int, message: JSONObject, timeout: float
+    ) -> JSONObject | None:
+        if self._shutting_down:
+            return None
+        event = anyio.Event()
+        box: list[JSONObject] = []
+        self._waiters[request_id] = (event, box)
+        try:
+            await self.send(message)
+            with anyio.move_on_after(timeout):
+                await event.wait()
+            return box[0] if box else None
+        finally:
+            self._waiters.pop(request_id, None)
+
+    # --- I/O -------------------------------------------------------------------------------
+
+    async def _write(self, data: bytes) -> None:
+        async with self._write_lock:
+            if self._out_broken:
+                return
+            # Shielded so a cancelled task never leaves half a line on stdout; shutdown cancels
+            # this scope explicitly if the client stopped reading.
+            with anyio.CancelScope(shield=True) as scope:
+                self._write_scope = scope
+                try:
+                    await self._write_all(data)
+                except OSError as exc:
+                    self._out_broken = True
+                    if exc.errno not in (errno.EPIPE, errno.EBADF):
+                        _log.warning("stdout write failed: %s", exc)
+                finally:
+                    self._write_scope = None
+            if scope.cancelled_caught:
+                self._out_broken = True
+
+    async def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        fd = self._out.fd
+        while view:
+            if self._out.enabled:
+                try:
+                    n = os.write(fd, view)
+                except BlockingIOError:
+                    await anyio.wait_writable(fd)
+                    continue
+            else:
+                n = os.write(fd, view)
+            view = view[n:]
+
+    async def _read(self) -> bytes:
+        fd = self._in.fd
+        if not self._in.enabled:
+            return await anyio.to_thread.run_sync(os.read, fd, READ_CHUNK, abandon_on_cancel=True)
+        while True:
+            try:
+                return os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+
+    # --- actions ---------------------------------------------------------------------------
+
+    async def _perform(self, tg: anyio.abc.TaskGroup, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                await self.send(action.message)
+            elif isinstance(action, StartTask):
+                # The scope exists before the task starts, so a cancel that arrives first works.
+                scope = anyio.CancelScope()
+                self._scopes[action.key] = scope
+                self._idle = anyio.Event()
+                tg.start_soon(self._run_task, action.key, scope, action.run)
+            elif isinstance(action, CancelTask):
+                task_scope = self._scopes.get(action.key)
+                if task_scope is not None:
+                    task_scope.cancel()
+            elif isinstance(action, DeliverReply):
+                waiter = self._waiters.get(action.request_id)
+                if waiter is not None and not waiter[1]:
+                    waiter[1].append(action.message)
+                    waiter[0].set()
+
+    async def _run_task(
+        self, key: TaskKey, scope: anyio.CancelScope, run: Callable[[Peer], Awaitable[None]]
+    ) -> None:
+        try:
+            with scope:
+                await run(self)
+        except Exception:
+            _log.exception("request task %r failed", key)
+        finally:
+            if self._scopes.get(key) is scope:
+                del self._scopes[key]
+            if not self._scopes:
+                self._idle.set()
+
+    async def _watch_signals(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                _log.info("received signal %d; shutting down", signum)
+                self._shutdown(scope)
+                return
+
+    def _shutdown(self, scope: anyio.CancelScope) -> None:
+        self._shutting_down = True
+        self._conn.client_closed()
+        for event, _box in self._waiters.values():
+            event.set()
+        if self._write_scope is not None:
+            self._write_scope.cancel()
+        scope.cancel()
+
+    async def run(self) -> None:
+        with self._in, self._out:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_signals, tg.cancel_scope)
+                splitter = LineSplitter()
+                while True:
+                    try:
+                        data = await self._read()
+                    except OSError as exc:
+                        _log.warning("stdin read failed: %s", exc)
+                        data = b""
+                    items = splitter.feed(data) if data else splitter.end()
+                    for item in items:
+                        if isinstance(item, Oversized):
+                            actions = self._conn.line_too_long(item.limit)
+                        else:
+                            actions = self._conn.receive_line(item)
+                        await self._perform(tg, actions)
+                    if not data:
+                        break
+                # EOF: no answer to a server-to-client request can arrive any more.
+                self._conn.client_closed()
+                for event, _box in self._waiters.values():
+                    event.set()
+                with anyio.move_on_after(EOF_GRACE_S):
+                    await self._idle.wait()
+                self._shutdown(tg.cancel_scope)
+
+
+async def serve_stdio(
+    app: App, *, stdin_fd: int | None = None, stdout_fd: int | None = None
+) -> None:
+    """Serve ``app`` over stdio until stdin ends or SIGTERM/SIGINT arrives.
+
+    With the default descriptors, the real stdout is moved to a private descriptor and fd 1 is
+    pointed at stderr for the duration, so nothing but protocol messages reaches the client.
+    """
+    conn = ServerConnection(app)
+    in_fd = 0 if stdin_fd is None else stdin_fd
+    if stdout_fd is not None:
+        await _StdioServer(conn, in_fd, stdout_fd).run()
+        return
+    sys.stdout.flush()
+    private_out = os.dup(1)
+    saved_stdout = os.dup(1)
+    os.dup2(2, 1)
+    saved_sys_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        await _StdioServer(conn, in_fd, private_out).run()
+    finally:
+        sys.stdout = saved_sys_stdout
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
+        os.close(private_out)
+
+
+def run_stdio(app: App) -> None:
+    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app``."""
+    root = logging.getLogger()
+    if not root.handlers:
+        level = os.environ.get("FSNOTES_LOG_LEVEL", "WARNING").upper()
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=getattr(logging, level, logging.WARNING),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+    # A signal that arrives before the handler is installed: exit quietly all the same.
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve_stdio, app)

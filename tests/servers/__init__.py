@@ -1,0 +1,1 @@
+"""Test-only MCP servers built from the protocol core; never part of the product."""
