@@ -49,6 +49,7 @@ __all__ = [
     "applied_report",
     "apply_landlock",
     "landlock_abi",
+    "landlock_status",
     "runtime_read_only_paths",
 ]
 
@@ -107,7 +108,8 @@ def applied_report() -> JailReport | None:
     return _applied
 
 
-def _abi_and_reason() -> tuple[int | None, str]:
+def landlock_status() -> tuple[int | None, str]:
+    """``(abi, "")`` when Landlock is usable, else ``(None, why not in plain words)``."""
     if sys.platform != "linux":
         return None, f"Landlock is Linux-only (this is {sys.platform})"
     from sandbox import _landlock
@@ -128,7 +130,7 @@ def _abi_and_reason() -> tuple[int | None, str]:
 
 def landlock_abi() -> int | None:
     """The running kernel's Landlock ABI version, or ``None`` when unsupported/disabled."""
-    return _abi_and_reason()[0]
+    return landlock_status()[0]
 
 
 def runtime_read_only_paths() -> list[str]:
@@ -137,6 +139,9 @@ def runtime_read_only_paths() -> list[str]:
     ``sys.prefix``, ``sys.base_prefix``, ``sys.exec_prefix``, ``sys.base_exec_prefix``,
     every absolute ``sys.path`` entry (stdlib, site-packages, an editable checkout), and
     the system paths in ``_SYSTEM_READ_ONLY`` (``/usr``, ``/lib*``, ``/etc/ld.so.cache``).
+    Also the directory of every top-level package already imported from outside those
+    paths: an editable install maps ``fsnotes`` and ``sandbox`` to a checkout through an
+    import hook, not through ``sys.path``, and their submodules still import lazily.
     ``/`` is never included even if it is on ``sys.path``: it would void the jail. Note
     that ``python -m`` puts the current directory on ``sys.path``; start the server via
     its console script or from a narrow directory.
@@ -149,16 +154,28 @@ def runtime_read_only_paths() -> list[str]:
         *sys.path,
         *_SYSTEM_READ_ONLY,
     ]
-    seen: set[str] = set()
     paths: list[str] = []
     for entry in candidates:
         if not entry or not os.path.isabs(entry):
             continue
         path = os.path.normpath(entry)
-        if path == "/" or path in seen or not os.path.exists(path):
+        if path != "/" and path not in paths and os.path.exists(path):
+            paths.append(path)
+
+    def covered(path: str) -> bool:
+        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths)
+
+    for name, module in list(sys.modules.items()):
+        if "." in name or name == "__main__":
             continue
-        seen.add(path)
-        paths.append(path)
+        locations = list(getattr(module, "__path__", None) or ())
+        if not locations and isinstance(getattr(module, "__file__", None), str):
+            locations = [module.__file__]
+        for location in locations:
+            if isinstance(location, str) and os.path.isabs(location):
+                path = os.path.normpath(location)
+                if path != "/" and not covered(path) and os.path.exists(path):
+                    paths.append(path)
     return paths
 
 
@@ -283,7 +300,7 @@ def apply_landlock(
                     f"cannot set no_new_privs: {exc.strerror}", errno=exc.errno
                 ) from None
 
-        abi, reason = _abi_and_reason()
+        abi, reason = landlock_status()
         if abi is None:
             return JailReport(
                 abi=None, applied=False, not_applied=[f"landlock: not applied: {reason}", *skipped]

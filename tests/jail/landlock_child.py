@@ -142,10 +142,24 @@ def main_threaded(workspace: str) -> dict[str, Any]:
     return result
 
 
+def main_doctor(workspace: str, state: str) -> dict[str, Any]:
+    from fsnotes import doctor
+    from sandbox import jail, probe
+
+    apply_landlock(writable=[workspace], state_dirs=[state], read_only=runtime_read_only_paths())
+    report = doctor.report()
+    text = doctor.format_text(report)
+    jail._applied = None  # forget our own record: detection must then see the effect
+    facts = probe.probe()
+    return {"report": report, "text": text, "detected": facts.landlocked}
+
+
 def main() -> None:
     mode, workspace, state, outside = sys.argv[1:5]
     if mode == "jail":
         result = main_jail(workspace, state, outside)
+    elif mode == "doctor":
+        result = main_doctor(workspace, state)
     elif mode == "threaded":
         result = main_threaded(workspace)
     else:

@@ -1,0 +1,174 @@
+"""``fsnotes doctor``: which containment layers are active here, and why not.
+
+:func:`report` gathers the facts as a JSON-ready dict (for ``--json``);
+:func:`format_text` turns that dict into plain sentences for people. Neither prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from sandbox import probe
+from sandbox.jail import JailReport, applied_report
+
+__all__ = ["format_text", "report"]
+
+# Capabilities that would let a process step around file permissions or the jail.
+_DANGEROUS_CAPS = frozenset(
+    {"dac_override", "dac_read_search", "fowner", "sys_admin", "sys_ptrace", "setuid"}
+)
+
+_SECCOMP_NOTE = (
+    "fsnotes installs no seccomp filter of its own: Landlock and the container already "
+    "confine files, TCP and Unix-socket IPC, and the one well-known Python binding "
+    "(pyseccomp) has had no release since 2021"
+)
+
+
+def report(applied: JailReport | None = None) -> dict[str, Any]:
+    """The facts about this process and machine, as plain JSON types.
+
+    ``applied``: the report of the jail this process applied, if any (defaults to the one
+    :func:`sandbox.jail.apply_landlock` recorded in this process).
+    """
+    facts = probe.probe()
+    jail = applied if applied is not None else applied_report()
+    warnings: list[str] = []
+
+    if jail is not None and jail.applied:
+        landlock_state = "applied"
+    elif facts.landlocked:
+        landlock_state = "inherited"
+    elif facts.landlock_abi is not None:
+        landlock_state = "available"
+    else:
+        landlock_state = "unavailable"
+        warnings.append(
+            f"Landlock is unavailable ({facts.landlock_detail}): only layers 1 and 2 and any "
+            "container or launcher protect files outside the workspaces."
+        )
+
+    if facts.euid == 0:
+        warnings.append(
+            "Running as root. Landlock still confines file access, but root may chmod, "
+            "chown and stat outside it, and a root process in a container is one kernel "
+            "bug away from the host. Run as a normal user (docker run --user)."
+        )
+    risky = sorted(_DANGEROUS_CAPS.intersection(facts.capabilities or ()))
+    if risky:
+        warnings.append(f"The process holds capabilities it does not need: {', '.join(risky)}.")
+    if facts.openat2 is False:
+        warnings.append(
+            f"{facts.openat2_detail}: equally safe, a little slower per file operation."
+        )
+
+    return {
+        "platform": facts.platform,
+        "python": sys.version.split()[0],
+        "layers": {
+            "path_resolution": {
+                "mechanism": "openat2" if facts.openat2 else "component walk",
+                "openat2": facts.openat2,
+                "detail": facts.openat2_detail,
+            },
+            "landlock": {
+                "state": landlock_state,
+                "abi": facts.landlock_abi,
+                "detail": facts.landlock_detail,
+                "detected_in_process": facts.landlocked,
+                "detected_detail": facts.landlocked_detail,
+                "applied": dataclasses.asdict(jail) if jail is not None else None,
+            },
+            "container": {"kind": facts.container, "detail": facts.container_detail},
+            "namespaces": {
+                "user_namespaces": facts.user_namespaces,
+                "detail": facts.user_namespaces_detail,
+            },
+            "seccomp": {
+                "mode": facts.seccomp,
+                "filters": facts.seccomp_filters,
+                "own_filter": False,
+                "note": _SECCOMP_NOTE,
+            },
+            "privileges": {
+                "uid": facts.uid,
+                "euid": facts.euid,
+                "root": facts.euid == 0,
+                "capabilities": facts.capabilities,
+                "no_new_privs": facts.no_new_privs,
+            },
+        },
+        "warnings": warnings,
+    }
+
+
+def _yes_no(value: bool | None) -> str:
+    return "unknown" if value is None else ("yes" if value else "no")
+
+
+def format_text(report: dict[str, Any]) -> str:
+    """Plain sentences for people, one layer per paragraph, warnings last."""
+    layers = report["layers"]
+    lines = [f"fsnotes doctor ({report['platform']}, Python {report['python']})", ""]
+
+    path = layers["path_resolution"]
+    lines.append(f"Path resolution (layer 2): {path['mechanism']}.")
+    lines.append(f"  {path['detail']}.")
+
+    ll = layers["landlock"]
+    state = ll["state"]
+    if state == "applied":
+        applied = ll["applied"]
+        lines.append(f"Landlock (layer 3): applied, ABI {applied['abi']}.")
+        lines.append(f"  Files: the kernel mediates {', '.join(applied['handled_fs'])}.")
+        if applied["handled_net"]:
+            lines.append(f"  Network: {', '.join(applied['handled_net'])} denied unless allowed.")
+        if applied["scoped"]:
+            lines.append(f"  Scoped to this process: {', '.join(applied['scoped'])}.")
+        for gap in applied["not_applied"]:
+            lines.append(f"  Not restricted: {gap}.")
+    elif state == "inherited":
+        lines.append(f"Landlock (layer 3): this process is restricted ({ll['detected_detail']}).")
+    elif state == "available":
+        lines.append(
+            f"Landlock (layer 3): available ({ll['detail']}), not applied in this process; "
+            "`fsnotes serve` applies it at start-up unless --no-landlock is given."
+        )
+    else:
+        lines.append(f"Landlock (layer 3): unavailable: {ll['detail']}.")
+
+    container = layers["container"]
+    if container["kind"]:
+        lines.append(f"Container: yes, {container['kind']} ({container['detail']}).")
+    else:
+        lines.append(f"Container: no ({container['detail']}).")
+
+    ns = layers["namespaces"]
+    usable = {True: "usable", False: "not usable", None: "unknown"}[ns["user_namespaces"]]
+    lines.append(f"User namespaces (for sandbox/fsnotes-bwrap.sh): {usable}; {ns['detail']}.")
+
+    sc = layers["seccomp"]
+    mode = sc["mode"] or "unknown"
+    if mode == "filter":
+        lines.append(
+            f"Seccomp: {sc['filters']} filter(s) active, installed by the container runtime or "
+            "a launcher."
+        )
+    else:
+        lines.append(f"Seccomp: {mode}.")
+    lines.append(f"  {sc['note']}.")
+
+    priv = layers["privileges"]
+    caps = priv["capabilities"]
+    caps_text = "unknown" if caps is None else (", ".join(caps) if caps else "none")
+    lines.append(
+        f"Privileges: uid {priv['uid']} (effective {priv['euid']}), capabilities: {caps_text}; "
+        f"no_new_privs: {_yes_no(priv['no_new_privs'])}."
+    )
+
+    if report["warnings"]:
+        lines.append("")
+        lines.extend(f"WARNING: {w}" for w in report["warnings"])
+    return "\n".join(lines) + "\n"

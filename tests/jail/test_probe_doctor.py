@@ -1,0 +1,102 @@
+"""`sandbox.probe` and `fsnotes doctor`: facts match the kernel's own view, and the
+report tells people which layers are active, with a warning when running as root."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsnotes import doctor
+from sandbox import probe
+from sandbox.jail import JailReport, landlock_abi
+
+from .test_landlock_jail import run_child
+
+
+def _status(key: str) -> str:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    raise KeyError(key)
+
+
+def test_probe_matches_proc_status_and_the_landlock_probe() -> None:
+    facts = probe.probe()
+    assert facts.uid == os.getuid() and facts.euid == os.geteuid()
+    assert facts.landlock_abi == landlock_abi()
+    assert facts.no_new_privs == (_status("NoNewPrivs") == "1")
+    assert facts.seccomp_filters == int(_status("Seccomp_filters"))
+    assert facts.capabilities == probe.capability_names(int(_status("CapEff"), 16))
+    assert facts.landlocked is False  # the test process itself is never jailed
+    assert isinstance(facts.user_namespaces, bool), facts.user_namespaces_detail
+
+
+def test_capability_names_decode_bits_including_unknown_ones() -> None:
+    assert probe.capability_names(0) == []
+    assert probe.capability_names(1 << 21 | 1) == ["chown", "sys_admin"]
+    assert probe.capability_names(1 << 63) == ["cap_63"]
+
+
+_REAL_FACTS = probe.probe()
+
+
+def _facts(**changes: Any) -> probe.Facts:
+    return dataclasses.replace(_REAL_FACTS, **changes)
+
+
+def test_root_is_warned_about_and_a_normal_user_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "probe", lambda: _facts(uid=0, euid=0, capabilities=[]))
+    as_root = doctor.report()
+    assert as_root["layers"]["privileges"]["root"] is True
+    assert "WARNING: Running as root" in doctor.format_text(as_root)
+
+    monkeypatch.setattr(probe, "probe", lambda: _facts(uid=1000, euid=1000, capabilities=[]))
+    as_user = doctor.report()
+    assert not any("root" in w for w in as_user["warnings"])
+    assert "WARNING: Running as root" not in doctor.format_text(as_user)
+
+
+def test_missing_landlock_and_openat2_are_explained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        probe,
+        "probe",
+        lambda: _facts(
+            landlock_abi=None,
+            landlock_detail="this kernel has no Landlock",
+            landlocked=False,
+            openat2=False,
+            openat2_detail="openat2 is not usable here (ENOSYS); the component walk is used",
+        ),
+    )
+    report = doctor.report()
+    text = doctor.format_text(report)
+    assert report["layers"]["landlock"]["state"] == "unavailable"
+    assert "Landlock (layer 3): unavailable: this kernel has no Landlock." in text
+    assert "Path resolution (layer 2): component walk." in text
+    assert any("Landlock is unavailable" in w for w in report["warnings"])
+
+
+def test_report_is_json_and_uses_the_given_jail_report() -> None:
+    given = JailReport(abi=3, applied=True, handled_fs=["read_file"], not_applied=["tcp: x"])
+    report = doctor.report(given)
+    json.dumps(report)
+    assert report["layers"]["landlock"]["state"] == "applied"
+    assert report["layers"]["landlock"]["applied"]["abi"] == 3
+    text = doctor.format_text(report)
+    assert "Landlock (layer 3): applied, ABI 3." in text
+    assert "Not restricted: tcp: x." in text
+
+
+@pytest.mark.skipif(landlock_abi() is None, reason="this kernel offers no Landlock")
+def test_jailed_process_reports_landlock_applied_and_is_detected(tmp_path: Path) -> None:
+    result = run_child("doctor", tmp_path)
+    landlock = result["report"]["layers"]["landlock"]
+    assert landlock["state"] == "applied"
+    assert landlock["applied"]["abi"] == landlock_abi()
+    assert "Landlock (layer 3): applied" in result["text"]
+    assert result["detected"] is True
