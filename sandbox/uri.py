@@ -88,7 +88,10 @@ __all__ = [
 ]
 
 Components = tuple[str, ...]
-"""Plain names: each non-empty, no ``/``, not ``.`` or ``..``, no NUL or control char."""
+"""Plain names, each one passing :func:`check_name`.
+
+Non-empty, not ``.`` or ``..``, no ``/``, ``\\``, C0 control character or DEL.
+"""
 
 # NAME_MAX of ext4, xfs, btrfs and tmpfs: the kernel refuses longer names (ENAMETOOLONG),
 # counted in bytes of the name as stored, which for us is UTF-8.
