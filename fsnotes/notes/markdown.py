@@ -22,8 +22,9 @@ MAX_FRONTMATTER_LINES = 500
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _HEADING1 = re.compile(r"^\s{0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 # Obsidian-style inline tags: '#' not preceded by a word char, '/', '#', '&' or ':' (so URL
-# fragments, HTML entities and headings are not tags), then letters, digits, '_', '-', '/'.
-_TAG = re.compile(r"(?<![\w/#&:])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
+# fragments, HTML entities and headings are not tags) nor a link's "](" (an in-page
+# anchor), then letters, digits, '_', '-', '/'.
+_TAG = re.compile(r"(?<![\w/#&:])(?<!\]\()#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _WIKILINK = re.compile(r"\[\[([^\[\]\n|#]+)(?:#[^\[\]\n|]*)?(?:\|[^\[\]\n]*)?\]\]")
 _MDLINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")

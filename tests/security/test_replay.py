@@ -1,0 +1,71 @@
+"""The replay store: a nonce is claimed once, across processes; failures roll back."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsnotes.security.replay import AlreadyUsed, SQLiteReplayStore
+
+
+def test_claim_once(tmp_path: Path) -> None:
+    store = SQLiteReplayStore(tmp_path, clock=time.time)
+    with store.claim("n1", time.time() + 60):
+        pass
+    assert store.is_used("n1")
+    with pytest.raises(AlreadyUsed), store.claim("n1", time.time() + 60):
+        pass
+
+
+def test_failed_action_leaves_nonce_unclaimed(tmp_path: Path) -> None:
+    store = SQLiteReplayStore(tmp_path, clock=time.time)
+    with pytest.raises(RuntimeError), store.claim("n2", time.time() + 60):
+        raise RuntimeError("unlink failed")
+    assert not store.is_used("n2")
+    with store.claim("n2", time.time() + 60):
+        pass
+    assert store.is_used("n2")
+
+
+def test_expired_nonces_are_pruned(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = SQLiteReplayStore(tmp_path, clock=lambda: now[0])
+    with store.claim("old", 1010):
+        pass
+    now[0] = 2000.0
+    assert store.prune(now[0]) == 1
+    assert not store.is_used("old")
+
+
+def _claimer(state_dir: str, nonce: str, barrier: Any, out: Any) -> None:
+    store = SQLiteReplayStore(Path(state_dir), clock=time.time)
+    barrier.wait()
+    try:
+        with store.claim(nonce, time.time() + 60):
+            time.sleep(0.05)  # hold the critical section so the other process must wait
+        out.put("claimed")
+    except AlreadyUsed:
+        out.put("already-used")
+
+
+def test_two_processes_claim_the_same_nonce_once(tmp_path: Path) -> None:
+    SQLiteReplayStore(tmp_path, clock=time.time)  # create the schema first
+    ctx = multiprocessing.get_context("spawn")
+    for round_ in range(5):
+        barrier = ctx.Barrier(2)
+        out = ctx.Queue()
+        procs = [
+            ctx.Process(target=_claimer, args=(str(tmp_path), f"race-{round_}", barrier, out))
+            for _ in range(2)
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+            assert p.exitcode == 0
+        results = sorted([out.get(timeout=5), out.get(timeout=5)])
+        assert results == ["already-used", "claimed"]
