@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import multiprocessing
 import os
@@ -11,6 +12,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -26,7 +28,6 @@ from sandbox.errors import (
     NotARegularFile,
     NotFound,
     SandboxError,
-    StorageError,
     TooLarge,
 )
 from sandbox.root import (
@@ -35,6 +36,7 @@ from sandbox.root import (
     TEMP_PREFIX,
     FileIdentity,
     ReadResult,
+    Resolver,
     Root,
     openat2_available,
 )
@@ -43,10 +45,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(params=["openat2", "walk"])
-def resolver(request: pytest.FixtureRequest) -> str:
+def resolver(request: pytest.FixtureRequest) -> Resolver:
     if request.param == "openat2" and not openat2_available():
         pytest.skip("openat2 is not usable on this kernel/seccomp profile")
-    return str(request.param)
+    return cast(Resolver, request.param)
 
 
 @pytest.fixture
@@ -57,8 +59,8 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def root(ws: Path, resolver: str) -> Iterator[Root]:
-    with Root.open(ws, resolver=resolver) as r:  # type: ignore[arg-type]
+def root(ws: Path, resolver: Resolver) -> Iterator[Root]:
+    with Root.open(ws, resolver=resolver) as r:
         yield r
 
 
@@ -86,9 +88,9 @@ def test_open_file_is_not_a_directory(tmp_path: Path) -> None:
         Root.open(tmp_path / "f")
 
 
-def test_open_records_identity_and_resolver(ws: Path, resolver: str) -> None:
+def test_open_records_identity_and_resolver(ws: Path, resolver: Resolver) -> None:
     st = ws.stat()
-    with Root.open(ws, resolver=resolver) as r:  # type: ignore[arg-type]
+    with Root.open(ws, resolver=resolver) as r:
         assert r.identity == FileIdentity(st.st_dev, st.st_ino)
         assert r.resolver == resolver
         assert r.stat(()).identity == r.identity
@@ -117,18 +119,20 @@ def test_probe_reports_a_bool_and_no_errno_when_available() -> None:
     assert (_linux.openat2_probe_errno() is None) == openat2_available()
 
 
-def test_closed_root_refuses_operations_and_close_is_idempotent(ws: Path, resolver: str) -> None:
-    r = Root.open(ws, resolver=resolver)  # type: ignore[arg-type]
+def test_closed_root_refuses_operations_and_close_is_idempotent(
+    ws: Path, resolver: Resolver
+) -> None:
+    r = Root.open(ws, resolver=resolver)
     r.close()
     r.close()
     with pytest.raises(ValueError):
         r.stat(())
 
 
-def test_close_during_walk_defers_releasing_the_descriptor(ws: Path, resolver: str) -> None:
+def test_close_during_walk_defers_releasing_the_descriptor(ws: Path, resolver: Resolver) -> None:
     (ws / "a").mkdir()
     (ws / "a" / "f").write_text("x")
-    r = Root.open(ws, resolver=resolver)  # type: ignore[arg-type]
+    r = Root.open(ws, resolver=resolver)
     it = r.walk((), max_entries=10, max_depth=5)
     assert next(it)[0] == ("a",)
     r.close()  # the walk still holds the root: the fd must stay valid until it ends
@@ -199,13 +203,12 @@ def test_read_refuses_directory_and_missing(root: Root, ws: Path) -> None:
         root.read((), max_bytes=10)
 
 
-def test_read_refuses_hard_linked_file_unless_allowed(ws: Path, resolver: str) -> None:
+def test_read_refuses_hard_linked_file_unless_allowed(ws: Path, resolver: Resolver) -> None:
     (ws / "a").write_text("shared")
     os.link(ws / "a", ws / "b")
-    with Root.open(ws, resolver=resolver) as r:  # type: ignore[arg-type]
-        with pytest.raises(HardLinked):
-            r.read(("a",), max_bytes=100)
-    with Root.open(ws, resolver=resolver, allow_hardlinked_reads=True) as r:  # type: ignore[arg-type]
+    with Root.open(ws, resolver=resolver) as r, pytest.raises(HardLinked):
+        r.read(("a",), max_bytes=100)
+    with Root.open(ws, resolver=resolver, allow_hardlinked_reads=True) as r:
         assert r.read(("a",), max_bytes=100).data == b"shared"
         with pytest.raises(HardLinked):
             r.replace(("a",), b"new", max_bytes=100)
@@ -272,7 +275,7 @@ FAILING_WRITE = textwrap.dedent(
 
 @pytest.mark.parametrize("operation", ["create", "replace"])
 def test_failed_write_leaves_no_new_file_and_no_temp(
-    ws: Path, resolver: str, operation: str
+    ws: Path, resolver: Resolver, operation: str
 ) -> None:
     # A real write failure: RLIMIT_FSIZE makes write(2) fail with EFBIG in a child process.
     (ws / "old.md").write_text("original")
@@ -369,14 +372,14 @@ def test_update_too_large_reads_nothing_and_writes_nothing(root: Root, ws: Path)
     assert leftovers(ws) == []
 
 
-def _increment_many(ws: str, resolver: str, times: int) -> None:
-    r = Root.open(ws, resolver=resolver)  # type: ignore[arg-type]
+def _increment_many(ws: str, resolver: Resolver, times: int) -> None:
+    r = Root.open(ws, resolver=resolver)
     for _ in range(times):
         r.update(("counter",), lambda cur: str(int(cur.data) + 1).encode(), max_bytes=20)
     r.close()
 
 
-def test_concurrent_updaters_in_processes_lose_no_update(ws: Path, resolver: str) -> None:
+def test_concurrent_updaters_in_processes_lose_no_update(ws: Path, resolver: Resolver) -> None:
     (ws / "counter").write_text("0")
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_increment_many, args=(str(ws), resolver, 40)) for _ in range(3)]
@@ -709,9 +712,7 @@ def test_no_descriptor_leaks_over_hundreds_of_operations(root: Root, ws: Path) -
     before = _fd_count()
     for i in range(15):
         for op in ops:
-            try:
+            with contextlib.suppress(SandboxError):
                 op(i)
-            except SandboxError:
-                pass
     assert _fd_count() == before
     assert leftovers(ws) == []
