@@ -1,0 +1,173 @@
+"""The notes tools' domain logic on real files, for both resolution paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fsnotes.notes.service import ServiceError
+from fsnotes.notes.store import etag_of
+from fsnotes.security.grants import NotGranted
+from fsnotes.server import Server
+
+
+def uri(vault: Path, rel: str) -> str:
+    return (vault / rel).as_uri()
+
+
+def test_workspaces_list(server: Server, vault: Path) -> None:
+    assert server.service.workspaces_list() == [
+        {"uri": vault.as_uri(), "name": "notes", "access": "delete"}
+    ]
+
+
+def test_list_skips_hidden_non_notes_and_paginates(server: Server, vault: Path) -> None:
+    svc = server.service
+    page = svc.notes_list(None, None, None, None, 2)
+    assert [n["path"] for n in page["notes"]] == ["inbox.md", "journal/2026-11-28.md"]
+    rest = svc.notes_list(None, None, None, page["nextCursor"], 10)
+    assert [n["path"] for n in rest["notes"]] == [
+        "projects/budget.md",
+        "projects/plan.md",
+        "readme.txt",
+    ]
+    assert rest["nextCursor"] is None
+    assert [n["path"] for n in svc.notes_list(None, "projects", "work", None, None)["notes"]] == [
+        "projects/budget.md",
+        "projects/plan.md",
+    ]
+    with pytest.raises(ServiceError, match="cursor"):
+        svc.notes_list(None, None, None, "not-a-cursor", None)
+
+
+def test_read_full_and_range(server: Server, vault: Path) -> None:
+    out = server.service.notes_read(uri(vault, "projects/plan.md"), None, None)
+    assert out["title"] == "Project plan"
+    assert out["tags"] == ["work"]
+    assert out["etag"] == etag_of((vault / "projects/plan.md").read_bytes())
+    assert {"type": "wikilink", "target": "Budget"} in out["links"]
+    part = server.service.notes_read(uri(vault, "projects/plan.md"), 7, 8)
+    assert part["content"] == "Ship the plan by Friday.\nSee [[Budget]]."
+    assert part["totalLines"] == 8
+    with pytest.raises(ServiceError, match="outside the note"):
+        server.service.notes_read(uri(vault, "projects/plan.md"), 50, None)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "file:///etc/passwd",
+        "{vault}-evil/x.md",
+        "{vault}/../outside/secret.md",
+        "{vault}/%2e%2e/outside/secret.md",
+        "{vault}/%2E%2E/outside/secret.md",
+        "{vault}/..%2foutside/secret.md",
+        "{vault}/.obsidian/config.md",
+        "{vault}/image.png",
+        "{vault}/missing.md",
+    ],
+)
+def test_read_refuses_escapes_and_non_notes(server: Server, vault: Path, bad: str) -> None:
+    target = bad.replace("{vault}", vault.as_uri())
+    with pytest.raises((ServiceError, NotGranted)) as info:
+        server.service.notes_read(target, None, None)
+    # never a host path the caller did not send
+    assert str(vault.parent / "outside") not in str(info.value)
+
+
+def test_symlinked_note_is_never_followed(server: Server, vault: Path) -> None:
+    os.symlink(vault.parent / "outside" / "secret.md", vault / "link.md")
+    with pytest.raises(ServiceError, match=r"symbolic link|not a regular"):
+        server.service.notes_read(uri(vault, "link.md"), None, None)
+
+
+def test_search_ranks_title_matches_first(server: Server, vault: Path) -> None:
+    out = server.service.notes_search(None, "plan", None, None, None)
+    paths = [r["path"] for r in out["results"]]
+    assert paths[0] == "projects/plan.md"
+    assert set(paths) >= {"projects/budget.md", "readme.txt", "journal/2026-11-28.md"}
+    assert out["results"][0]["snippets"][0]["line"] >= 1
+    only_work = server.service.notes_search(None, "plan", None, "work", None)
+    assert [r["path"] for r in only_work["results"]] == ["projects/plan.md", "projects/budget.md"]
+    assert server.service.notes_search(None, "plan zebra", None, None, None)["results"] == []
+
+
+def test_create_refuses_overwrite_and_bad_paths(server: Server, vault: Path) -> None:
+    svc = server.service
+    out = svc.notes_create(None, "new/deep/idea.md", "# Idea\n")
+    assert (vault / "new/deep/idea.md").read_text() == "# Idea\n"
+    assert out["uri"] == uri(vault, "new/deep/idea.md")
+    with pytest.raises(ServiceError, match="already exists"):
+        svc.notes_create(None, "inbox.md", "clobber")
+    assert (vault / "inbox.md").read_text().startswith("# Inbox")
+    for bad in ("../outside/x.md", "/etc/x.md", "notes.exe", ".hidden/x.md", "a\\..\\b.md"):
+        with pytest.raises(ServiceError):
+            svc.notes_create(None, bad, "x")
+    assert not (vault.parent / "outside" / "x.md").exists()
+
+
+def test_create_through_dangling_symlink_creates_nothing_outside(
+    server: Server, vault: Path
+) -> None:
+    os.symlink(vault.parent / "outside" / "planted.md", vault / "dangling.md")
+    with pytest.raises(ServiceError):
+        server.service.notes_create(None, "dangling.md", "pwned")
+    assert not (vault.parent / "outside" / "planted.md").exists()
+
+
+def test_update_with_stale_etag_writes_nothing(server: Server, vault: Path) -> None:
+    svc = server.service
+    u = uri(vault, "inbox.md")
+    etag = svc.notes_read(u, None, None)["etag"]
+    new = svc.notes_update(u, "# Inbox\n\nnew\n", None, etag)
+    assert (vault / "inbox.md").read_text() == "# Inbox\n\nnew\n"
+    assert new["etag"] == etag_of(b"# Inbox\n\nnew\n")
+    with pytest.raises(ServiceError, match="changed since you read it"):
+        svc.notes_update(u, "stale write", None, etag)
+    assert (vault / "inbox.md").read_text() == "# Inbox\n\nnew\n"
+
+
+def test_edits_must_match_exactly_once(server: Server, vault: Path) -> None:
+    svc = server.service
+    u = uri(vault, "inbox.md")
+    before = (vault / "inbox.md").read_text()
+    with pytest.raises(ServiceError, match="2 times"):
+        svc.notes_update(u, None, [("#todo", "#done")], None)
+    with pytest.raises(ServiceError, match="nowhere"):
+        svc.notes_update(u, None, [("Buy milk", "Buy oat milk"), ("absent", "x")], None)
+    assert (vault / "inbox.md").read_text() == before
+    svc.notes_update(u, None, [("Buy milk #todo", "Buy milk #done")], None)
+    assert "Buy milk #done" in (vault / "inbox.md").read_text()
+
+
+def test_move_never_overwrites_and_checks_etag(server: Server, vault: Path) -> None:
+    svc = server.service
+    u = uri(vault, "readme.txt")
+    etag = svc.notes_read(u, None, None)["etag"]
+    with pytest.raises(ServiceError, match="already exists"):
+        svc.notes_move(u, "inbox.md", None)
+    with pytest.raises(ServiceError, match="changed since"):
+        svc.notes_move(u, "archive/readme.txt", "0" * 64)
+    out = svc.notes_move(u, "archive/readme.txt", etag)
+    assert out["uri"] == uri(vault, "archive/readme.txt")
+    assert not (vault / "readme.txt").exists()
+    assert (vault / "archive/readme.txt").read_text().startswith("Plain text")
+    with pytest.raises(ServiceError):
+        svc.notes_move(out["uri"], "../outside/readme.txt", None)
+
+
+def test_read_only_grant_refuses_writes(vault: Path, tmp_path: Path, resolver: str) -> None:
+    from fsnotes.config import load
+    from fsnotes.server import build
+
+    srv = build(
+        load(workspaces=[str(vault)], read_only=True, state_dir=str(tmp_path / "s"), env={})
+    )
+    try:
+        with pytest.raises(NotGranted, match="needs 'write'"):
+            srv.service.notes_create(None, "x.md", "x")
+        assert srv.service.notes_list(None, None, None, None, None)["notes"]
+    finally:
+        srv.close()
