@@ -52,6 +52,7 @@ INSTRUCTIONS = (
 class Server:
     app: App
     service: NotesService
+    deletes: DeleteFlow
     roots: list[Root]
     replay: SQLiteReplayStore
     config: Config
@@ -112,7 +113,9 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         resources=NotesResources(service),
         on_roots=on_roots,
     )
-    return Server(app=app, service=service, roots=roots, replay=replay, config=config)
+    return Server(
+        app=app, service=service, deletes=deletes, roots=roots, replay=replay, config=config
+    )
 
 
 def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport | None:

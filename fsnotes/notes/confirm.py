@@ -5,7 +5,7 @@ The flow (DESIGN.md section 4), written once for both protocol eras:
 1. First call: authorize (delete access), find the candidates, and return *input required*:
    a flat form (``note_id``: a titled single-select of the candidates; ``confirm``: a
    boolean) plus a sealed state binding principal, method, tool, a digest of the arguments,
-   the workspace, each candidate's (path, device, inode, etag), the phase, a random nonce
+   the workspace, each candidate's (path, device, inode, etag, mtime), the phase, a random nonce
    and an expiry. Always, even for a single candidate: the model never confirms.
 2. The retry: verify the seal, then the binding; validate the answer against the form;
    re-authorize, re-contain, re-read the live note and require its identity to equal the
@@ -60,6 +60,9 @@ class Candidate:
     note_id: str  # the note's path relative to the workspace, '/'-joined
     identity: FileIdentity
     etag: str
+    # With (dev, ino) and the etag: a file deleted and re-created with the same text can get
+    # the same inode number back; its modification time still differs.
+    mtime_ns: int
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,9 @@ class DeleteFlow:
             ws, notes = self._candidates(args)
         except (NotGranted, ServiceError) as exc:
             return Outcome(error=str(exc))
-        candidates = [Candidate(display(n.parts), n.identity, n.etag) for n in notes]
+        candidates = [
+            Candidate(display(n.parts), n.identity, n.etag, n.info.mtime_ns) for n in notes
+        ]
         payload = {
             "v": 1,
             "p": self.service.principal,
@@ -98,7 +103,9 @@ class DeleteFlow:
             "t": TOOL_NAME,
             "a": digest_arguments(args),
             "w": ws.name,
-            "c": [[c.note_id, c.identity.dev, c.identity.ino, c.etag] for c in candidates],
+            "c": [
+                [c.note_id, c.identity.dev, c.identity.ino, c.etag, c.mtime_ns] for c in candidates
+            ],
             "ph": PHASE,
             "n": secrets.token_urlsafe(NONCE_BYTES),
             "exp": int(self.clock()) + STATE_LIFETIME_S,
@@ -208,7 +215,9 @@ class DeleteFlow:
             )
         try:
             candidates = {
-                str(c[0]): Candidate(str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]))
+                str(c[0]): Candidate(
+                    str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]), int(c[4])
+                )
                 for c in sealed["c"]
             }
             nonce, expires = str(sealed["n"]), float(sealed["exp"])
@@ -302,7 +311,11 @@ class DeleteFlow:
             live = svc.read_located(target)
         except (NotGranted, ServiceError) as exc:
             return Outcome(error=f"{exc} Nothing was deleted.")
-        if live.identity != chosen.identity or live.etag != chosen.etag:
+        if (
+            live.identity != chosen.identity
+            or live.etag != chosen.etag
+            or live.info.mtime_ns != chosen.mtime_ns
+        ):
             return Outcome(
                 error=f"'{chosen.note_id}' was changed or replaced after the question was asked; "
                 "nothing was deleted. Ask again to confirm the current note."

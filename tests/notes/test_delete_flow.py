@@ -1,0 +1,267 @@
+"""Every checkpoint of the confirmed delete, below the protocol (both eras share it)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsnotes.config import load
+from fsnotes.notes.confirm import CONFIRM_KEY, STATE_LIFETIME_S, Outcome
+from fsnotes.protocol.registry import ElicitForm, InputRequired
+from fsnotes.server import Server, build
+
+
+def ask(server: Server, args: dict[str, Any]) -> InputRequired:
+    out = server.deletes.ask(args)
+    assert isinstance(out, InputRequired), out
+    return out
+
+
+def answer(action: str, **content: Any) -> dict[str, Any]:
+    result: dict[str, Any] = {"action": action}
+    if content:
+        result["content"] = content
+    return {CONFIRM_KEY: result}
+
+
+def test_form_is_flat_and_lists_candidates(server: Server, vault: Path) -> None:
+    q = ask(server, {"title": "plan"})
+    form = q.requests[CONFIRM_KEY]
+    assert isinstance(form, ElicitForm)
+    schema = form.requested_schema
+    assert schema["required"] == ["note_id", "confirm"]
+    assert schema["properties"]["confirm"]["type"] == "boolean"
+    options = schema["properties"]["note_id"]["oneOf"]
+    assert [o["const"] for o in options] == ["projects/plan.md"]
+    assert "modified" in options[0]["title"]
+    for prop in schema["properties"].values():  # flat: primitives only
+        assert prop["type"] in ("string", "boolean")
+    assert q.state and str(vault) not in q.state
+
+
+def test_single_uri_candidate_still_asks(server: Server, vault: Path) -> None:
+    q = ask(server, {"uri": (vault / "inbox.md").as_uri()})
+    assert [
+        o["const"]
+        for o in q.requests[CONFIRM_KEY].requested_schema["properties"]["note_id"]["oneOf"]
+    ] == ["inbox.md"]  # type: ignore[union-attr]
+    assert (vault / "inbox.md").exists()
+
+
+def test_zero_candidates_is_an_error(server: Server) -> None:
+    out = server.deletes.ask({"title": "no such title anywhere"})
+    assert isinstance(out, Outcome) and out.error and "No note" in out.error
+
+
+def test_accept_deletes_exactly_the_chosen_note(server: Server, vault: Path) -> None:
+    args = {"title": "b"}  # "Budget", "Inbox", "Project plan"? only titles containing 'b'
+    q = ask(server, args)
+    ids = [
+        o["const"]
+        for o in q.requests[CONFIRM_KEY].requested_schema["properties"]["note_id"]["oneOf"]
+    ]  # type: ignore[union-attr]
+    assert "projects/budget.md" in ids
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="projects/budget.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True
+    assert not (vault / "projects/budget.md").exists()
+    assert (vault / "inbox.md").exists()
+    again = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="projects/budget.md", confirm=True)
+    )
+    assert isinstance(again, Outcome) and again.error
+
+
+def test_decline_keeps_the_note_and_consumes_the_confirmation(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    out = server.deletes.resume(args, q.state or "", answer("decline"))
+    assert isinstance(out, Outcome) and out.body == {
+        "deleted": False,
+        "outcome": "declined",
+        "message": "The person declined; nothing was deleted.",
+    }
+    late = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(late, Outcome) and late.error and "already used" in late.error
+    assert (vault / "inbox.md").exists()
+
+
+@pytest.mark.parametrize(
+    "responses",
+    [
+        answer("cancel"),
+        answer("accept", note_id="inbox.md", confirm=False),
+        answer("accept"),  # no content: never consent
+        answer("accept", note_id="projects/plan.md", confirm=True),  # not offered
+        answer("accept", note_id="inbox.md", confirm="yes"),
+        {CONFIRM_KEY: {"action": "maybe"}},
+        {CONFIRM_KEY: "accept"},
+    ],
+)
+def test_non_consent_deletes_nothing_and_state_stays_usable(
+    server: Server, vault: Path, responses: dict[str, Any]
+) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    out = server.deletes.resume(args, q.state or "", responses)
+    assert isinstance(out, Outcome)
+    assert out.error or (out.body and out.body["deleted"] is False)
+    assert (vault / "inbox.md").exists()
+    ok = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(ok, Outcome) and ok.body and ok.body["deleted"]
+
+
+def test_missing_answer_asks_again(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    assert isinstance(server.deletes.resume(args, q.state or "", None), InputRequired)
+    assert isinstance(server.deletes.resume(args, q.state or "", {}), InputRequired)
+    assert (vault / "inbox.md").exists()
+
+
+def test_changed_title_cannot_reuse_a_confirmation(server: Server, vault: Path) -> None:
+    q = ask(server, {"title": "inbox"})
+    out = server.deletes.resume(
+        {"title": "plan"}, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.error and "different request" in out.error
+    assert (vault / "inbox.md").exists()
+
+
+def test_tampered_state_is_refused(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    state = q.state or ""
+    tampered = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
+    out = server.deletes.resume(args, tampered, answer("accept", note_id="inbox.md", confirm=True))
+    assert isinstance(out, Outcome) and out.error and "altered" in out.error
+    assert (vault / "inbox.md").exists()
+
+
+def test_other_principal_cannot_use_the_state(server: Server, vault: Path, tmp_path: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    other = build(
+        load(workspaces=[str(vault)], state_dir=str(tmp_path / "state"), principal="eve", env={})
+    )
+    try:
+        out = other.deletes.resume(
+            args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+        )
+        assert isinstance(out, Outcome) and out.error and "different request" in out.error
+    finally:
+        other.close()
+    assert (vault / "inbox.md").exists()
+
+
+def test_expired_state_asks_again(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    real_clock = server.deletes.clock
+    server.deletes.clock = lambda: real_clock() + STATE_LIFETIME_S + 1
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(out, InputRequired)
+    assert (vault / "inbox.md").exists()
+
+
+def test_note_swapped_for_symlink_after_question(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    outside = vault.parent / "outside" / "secret.md"
+    os.rename(vault / "inbox.md", vault.parent / "inbox-moved.md")
+    os.symlink(outside, vault / "inbox.md")
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.error
+    assert outside.read_text().startswith("# Secret")
+    assert os.path.islink(vault / "inbox.md")
+
+
+def test_note_replaced_by_another_file_after_question(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    # the original stays alive elsewhere, so the replacement cannot reuse its inode
+    original = (vault / "inbox.md").read_text()
+    os.rename(vault / "inbox.md", vault.parent / "kept.md")
+    (vault / "inbox.md").write_text(original)
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.error and "changed or replaced" in out.error
+    assert (vault / "inbox.md").read_text() == original
+
+
+def test_note_edited_after_question(server: Server, vault: Path) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    with open(vault / "inbox.md", "a") as f:
+        f.write("one more line\n")
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.error
+    assert (vault / "inbox.md").exists()
+
+
+def _resume_in_process(vault: str, state_dir: str, state: str, barrier: Any, out: Any) -> None:
+    srv = build(load(workspaces=[vault], state_dir=state_dir, principal="ada", env={}))
+    barrier.wait()
+    result = srv.deletes.resume(
+        {"title": "inbox"}, state, answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(result, Outcome)
+    out.put("deleted" if result.body and result.body["deleted"] else f"error: {result.error}")
+
+
+def test_two_processes_given_one_confirmation_execute_it_once(
+    server: Server, vault: Path, tmp_path: Path
+) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    for round_ in range(3):
+        (vault / "inbox.md").write_text("# Inbox\n")
+        decoy = vault / f"decoy-{round_}.md"
+        q = ask(server, {"title": "inbox"})
+        barrier, out = ctx.Barrier(2), ctx.Queue()
+        procs = [
+            ctx.Process(
+                target=_resume_in_process,
+                args=(str(vault), str(tmp_path / "state"), q.state, barrier, out),
+            )
+            for _ in range(2)
+        ]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(30)
+        assert sorted(r == "deleted" for r in results) == [False, True], results
+        assert not (vault / "inbox.md").exists()
+        assert not decoy.exists()
+
+
+def test_note_recreated_with_same_text_after_question(server: Server, vault: Path) -> None:
+    # unlink + create may hand the same inode number back; the sealed mtime still differs
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    original = (vault / "inbox.md").read_text()
+    time.sleep(0.01)
+    (vault / "inbox.md").unlink()
+    (vault / "inbox.md").write_text(original)
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.error and "changed or replaced" in out.error
+    assert (vault / "inbox.md").read_text() == original
