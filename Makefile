@@ -37,3 +37,10 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) tests/peers/node_modules .pytest_cache .mypy_cache .ruff_cache
+
+# Builds the Docker image with a private dockerd and tests it (.ci/docker.sh); the daemon
+# is stopped by PID afterwards even when a step fails. Prints SKIPPED where Docker cannot run.
+.PHONY: docker-test
+docker-test: $(STAMP)
+	.ci/docker.sh up && { eval "$$(.ci/docker.sh env)" && $(PY) -m pytest -m docker tests/docker; }; \
+	status=$$?; .ci/docker.sh down; exit $$status
