@@ -63,7 +63,7 @@ class SlowArgs(BaseModel):
 
 
 class FailArgs(BaseModel):
-    kind: Literal["tool", "crash", "invalid"] = "tool"
+    kind: Literal["tool", "crash", "invalid", "print"] = "tool"
 
 
 async def echo(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequired:
@@ -152,6 +152,9 @@ async def fail(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequir
     assert isinstance(args, FailArgs)
     if args.kind == "tool":
         raise ToolError("The demo failed on purpose; call it with kind='crash' for more.")
+    if args.kind == "print":
+        print("a stray print from a careless handler")
+        return ToolResult(text="printed")
     if args.kind == "invalid":
         raise InvalidParams("bad on purpose", data={"field": "kind"})
     raise RuntimeError("secret internal detail /home/someone/.ssh")
