@@ -35,8 +35,10 @@ skip() {
     printf '\n==================================================================\n' >&2
     printf 'SKIPPED: %s\n' "$1" >&2
     printf '==================================================================\n\n' >&2
-    mkdir -p "$CI_DIR"
-    printf 'export FSNOTES_DOCKER_SKIPPED=%q\n' "$1" >"$ENV_FILE"
+    if ! { mkdir -p "$CI_DIR" && printf 'export FSNOTES_DOCKER_SKIPPED=%q\n' "$1" >"$ENV_FILE"; } \
+        2>/dev/null; then
+        echo "(could not record the reason in $ENV_FILE; the docker tests will say 'not set')" >&2
+    fi
     exit 0
 }
 
@@ -73,7 +75,6 @@ apt_install() {
 }
 
 install_tools() {
-    [[ $(id -u) == 0 ]] || skip "not root: a private dockerd needs root (uid $(id -u))"
     command -v apt-get >/dev/null || skip "no apt-get: cannot install docker.io/debootstrap"
     apt_install dockerd docker.io || skip "apt could not install docker.io (mirror unreachable?)"
     apt_install debootstrap debootstrap || skip "apt could not install debootstrap"
@@ -204,6 +205,7 @@ write_env() {
 
 cmd_up() {
     local t0=$SECONDS
+    [[ $(id -u) == 0 ]] || skip "not root: a private dockerd needs root (uid $(id -u))"
     mkdir -p "$CI_DIR"
     rm -f "$ENV_FILE"
     install_tools
