@@ -123,8 +123,14 @@ HARDENED = [
 ]
 
 
+def hardened_run(tmp: Path, *args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    """`docker run -i` with the hardened flags and the /notes, /state, /outside mounts under
+    ``tmp``; ``args`` go after the flags (``--entrypoint=...``, the image, its arguments)."""
+    return docker(*HARDENED, *mounts(tmp), *args, stdin=stdin)
+
+
 def run_probe(tmp: Path, *args: str) -> dict[str, Any]:
-    proc = docker(*HARDENED, *mounts(tmp), "--entrypoint=python3", IMAGE, "-", *args, stdin=PROBE)
+    proc = hardened_run(tmp, "--entrypoint=python3", IMAGE, "-", *args, stdin=PROBE)
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
