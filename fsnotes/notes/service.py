@@ -395,12 +395,15 @@ def score_note(
         score += sum(1.0 / k for k in range(1, in_body + 1))
     if len(terms) > 1 and phrase in body:
         score += PHRASE_BONUS
-    return score, snippets_for(note.text, terms)
+    return score, snippets_for(note.text, terms, first_line=note.meta.body_start_line)
 
 
-def snippets_for(text: str, terms: list[str]) -> list[dict[str, Any]]:
+def snippets_for(text: str, terms: list[str], *, first_line: int = 1) -> list[dict[str, Any]]:
+    """Up to MAX_SNIPPETS body lines containing a term (frontmatter lines are skipped)."""
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
+        if number < first_line:
+            continue
         folded = line.casefold()
         positions = [folded.find(t) for t in terms if t in folded]
         if not positions:

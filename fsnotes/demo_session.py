@@ -1,0 +1,275 @@
+"""The main job: a scripted MCP session against a copy of the bundled example vault.
+
+The official Python SDK client (``mcp``, a test/dev dependency) plays the desktop host: it
+spawns ``fsnotes serve`` over stdio exactly as Claude Desktop would, and a scripted
+"person" answers the confirmation form. Every step checks its outcome; the exit status is
+non-zero if anything did not behave as described.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+EXAMPLE_VAULT = Path(__file__).parent / "examples" / "vault"
+WIDTH = 96
+
+
+class DemoFailure(Exception):
+    pass
+
+
+def _say(text: str = "", indent: int = 0) -> None:
+    pad = " " * indent
+    for line in text.splitlines() or [""]:
+        print(
+            textwrap.fill(line, WIDTH, initial_indent=pad, subsequent_indent=pad + "  ")
+            if line
+            else ""
+        )
+    sys.stdout.flush()
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise DemoFailure(what)
+
+
+def main() -> int:
+    try:
+        import anyio
+        import mcp  # noqa: F401 - the host side of the demo
+    except ImportError:
+        print(
+            "fsnotes demo: the demo uses the official MCP Python SDK as its host; install the "
+            "dev extras (make demo does this) or `pip install mcp==2.3.0`.",
+            file=sys.stderr,
+        )
+        return 2
+    warnings.simplefilter("ignore")
+    with tempfile.TemporaryDirectory(prefix="fsnotes-demo-") as tmp:
+        base = Path(tmp)
+        vault = base / "notes"
+        shutil.copytree(EXAMPLE_VAULT, vault)
+        (base / "outside-secret.md").write_text("# Not yours\nThe neighbour's diary.\n")
+        try:
+            anyio.run(_session, vault, base)
+        except DemoFailure as exc:
+            _say(f"\nDEMO FAILED: {exc}")
+            return 1
+    _say("\nAll steps behaved as described.")
+    return 0
+
+
+async def _session(vault: Path, base: Path) -> None:
+    import mcp.types as types
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.client import ClientRequestContext
+
+    person_answers: list[dict[str, Any]] = []
+
+    async def person(ctx: ClientRequestContext, p: types.ElicitRequestParams) -> types.ElicitResult:
+        _say("┌─ the host shows the person a form ─────────────────────────────", 4)
+        _say(f"│ {p.message}", 4)
+        if isinstance(p, types.ElicitRequestFormParams):
+            for option in p.requested_schema["properties"]["note_id"]["oneOf"]:
+                _say(f"│   ( ) {option['title']}", 4)
+            _say(f"│   [ ] {p.requested_schema['properties']['confirm']['title']}", 4)
+        answer = person_answers.pop(0)
+        _say(f"└─ the person answers: {json.dumps(answer)}", 4)
+        return types.ElicitResult(**answer)
+
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "fsnotes",
+            "serve",
+            "--workspace",
+            str(vault),
+            "--state-dir",
+            str(base / "state"),
+        ],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    _say("fsnotes demo: a scripted MCP session on the bundled example vault")
+    _say(f"host: the official MCP Python SDK client; server: fsnotes serve --workspace {vault}")
+
+    async with (
+        stdio_client(server, errlog=open(os.devnull, "w")) as (r, w),
+        ClientSession(
+            r, w, elicitation_callback=person
+        ) as s,
+    ):
+        init = await s.initialize()
+        _say(
+            f"\n== Session 1: protocol {init.protocol_version} (the handshake today's desktop "
+            "hosts use)"
+        )
+
+        async def call(name: str, args: dict[str, Any]) -> types.CallToolResult:
+            _say(f"\n> {name} {json.dumps(args, ensure_ascii=False)}")
+            return await s.call_tool(name, args)
+
+        def shown(
+            result: types.CallToolResult, render: Callable[[dict[str, Any]], str]
+        ) -> dict[str, Any]:
+            data = result.structured_content or {}
+            if result.is_error:
+                block = result.content[0]
+                _say(f"! refused: {getattr(block, 'text', '')}", 2)
+            else:
+                _say(render(data), 2)
+            return data
+
+        res = await call("workspaces_list", {})
+        data = shown(
+            res,
+            lambda d: "\n".join(
+                f"{w['name']}: {w['uri']} ({w['access']})" for w in d["workspaces"]
+            ),
+        )
+        _check(len(data["workspaces"]) == 1, "one workspace")
+
+        res = await call("notes_list", {"limit": 20})
+        data = shown(
+            res,
+            lambda d: "\n".join(
+                f"{n['path']:<28} {n['title']:<16} tags={','.join(n['tags']) or '-'}"
+                for n in d["notes"]
+            ),
+        )
+        _check(len(data["notes"]) == 8, "eight notes in the example vault")
+
+        res = await call("notes_search", {"query": "shed"})
+        data = shown(
+            res,
+            lambda d: "\n".join(
+                f"{h['score']:>6}  {h['path']:<26} line {h['snippets'][0]['line']}: "
+                f"{h['snippets'][0]['text']}"
+                for h in d["results"]
+            ),
+        )
+        _check(data["results"][0]["path"] == "projects/garden-shed.md", "shed note ranks first")
+
+        shed = (vault / "projects" / "garden-shed.md").as_uri()
+        res = await call("notes_read", {"uri": shed, "startLine": 6, "endLine": 8})
+        data = shown(
+            res,
+            lambda d: (
+                f"title={d['title']!r} tags={d['tags']} "
+                f"links={[x['target'] for x in d['links']]}\n"
+                f"etag={d['etag'][:16]}… lines {d['startLine']}-{d['endLine']}"
+                f" of {d['totalLines']}:\n{d['content']}"
+            ),
+        )
+        etag = data["etag"]
+
+        res = await call(
+            "notes_create",
+            {
+                "path": "journal/2026-11-29.md",
+                "content": "# Sunday\n\nBought the timber. #garden\n",
+            },
+        )
+        shown(res, lambda d: f"created {d['path']} etag={d['etag'][:16]}…")
+        _check(not res.is_error, "create works")
+        res = await call("notes_create", {"path": "inbox.md", "content": "overwrite?"})
+        shown(res, lambda d: "")
+        _check(bool(res.is_error), "create never overwrites")
+
+        _say("\n(meanwhile the person edits the shed note in their editor)")
+        with open(vault / "projects" / "garden-shed.md", "a", encoding="utf-8") as f:
+            f.write("\nBought a padlock.\n")
+        res = await call(
+            "notes_update",
+            {
+                "uri": shed,
+                "etag": etag,
+                "edits": [{"oldText": "Budget: 400 EUR", "newText": "Budget: 450 EUR"}],
+            },
+        )
+        shown(res, lambda d: "")
+        _check(
+            bool(res.is_error) and "padlock" in (vault / "projects" / "garden-shed.md").read_text(),
+            "a stale etag is a conflict and the person's edit survives",
+        )
+        res = await call("notes_read", {"uri": shed})
+        fresh = shown(res, lambda d: f"re-read: etag={d['etag'][:16]}…")["etag"]
+        res = await call(
+            "notes_update",
+            {
+                "uri": shed,
+                "etag": fresh,
+                "edits": [{"oldText": "Budget: 400 EUR", "newText": "Budget: 450 EUR"}],
+            },
+        )
+        shown(res, lambda d: f"updated, new etag={d['etag'][:16]}…")
+        _check(not res.is_error, "update with the current etag works")
+
+        person_answers.append(
+            {"action": "accept", "content": {"note_id": "recipes/groceries.md", "confirm": True}}
+        )
+        res = await call("notes_delete", {"title": "groceries"})
+        shown(res, lambda d: d["message"])
+        _check(not (vault / "recipes" / "groceries.md").exists(), "confirmed delete happened")
+
+        _say("\n== Escape attempts (each must be refused and reveal nothing)")
+        os.symlink(base / "outside-secret.md", vault / "shortcut.md")
+        attempts = [
+            "file:///etc/passwd",
+            vault.as_uri() + "/../outside-secret.md",
+            vault.as_uri() + "/%2e%2e/outside-secret.md",
+            vault.as_uri() + "-evil/loot.md",
+            vault.as_uri() + "/shortcut.md",
+        ]
+        for uri in attempts:
+            res = await call("notes_read", {"uri": uri})
+            shown(res, lambda d: "READ SUCCEEDED")
+            text = getattr(res.content[0], "text", "")
+            _check(
+                bool(res.is_error) and "diary" not in text and "root:" not in text,
+                f"escape via {uri} refused",
+            )
+
+    session2 = StdioServerParameters(command=server.command, args=server.args, env=server.env)
+    async with (
+        stdio_client(session2, errlog=open(os.devnull, "w")) as (r, w),
+        ClientSession(
+            r, w, elicitation_callback=person
+        ) as s,
+    ):
+        await s.discover()
+        _say(
+            f"\n== Session 2: protocol {s.protocol_version} (stateless; the confirmation "
+            "travels as a sealed requestState)"
+        )
+        args = {"uri": (vault / "ideas.txt").as_uri()}
+        _say(f"\n> notes_delete {json.dumps(args)}")
+        result = await s.call_tool("notes_delete", args, allow_input_required=True)
+        while isinstance(result, types.InputRequiredResult):
+            _say(f"  input required; requestState={str(result.request_state)[:32]}…", 2)
+            person_answers.append({"action": "decline"})
+            responses = {
+                k: await s.dispatch_input_request(
+                    ClientRequestContext(session=s, request_id=k), req
+                )
+                for k, req in (result.input_requests or {}).items()
+            }
+            result = await s.call_tool(
+                "notes_delete",
+                args,
+                input_responses=responses,
+                request_state=result.request_state,
+                allow_input_required=True,
+            )
+        _say((result.structured_content or {}).get("message", ""), 2)
+        _check((vault / "ideas.txt").exists(), "a declined delete keeps the note")
