@@ -2,7 +2,7 @@
 #
 #   docker run -i --rm --read-only --network none --cap-drop ALL \
 #     --security-opt no-new-privileges --user "$(id -u):$(id -g)" \
-#     -v "$HOME/notes:/notes" -v fsnotes-state:/state IMAGE
+#     -v "$HOME/notes:/notes" -v "$HOME/.local/state/fsnotes:/state" IMAGE
 #
 # BASE_IMAGE: any Debian-like image with python3 >= 3.11. CI overrides it with a local
 # debootstrap + `docker import` image because no registry is reachable there.
