@@ -154,9 +154,43 @@ def main_doctor(workspace: str, state: str) -> dict[str, Any]:
     return {"report": report, "text": text, "detected": facts.landlocked}
 
 
+def main_older_abi(abi: int, workspace: str, outside: str) -> dict[str, Any]:
+    """Build the ruleset as for a kernel with an older ABI (newer kernels accept it)."""
+    from sandbox import jail
+
+    jail.landlock_status = lambda: (abi, "")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    os.mkdir(os.path.join(workspace, "sub"))
+    write(os.path.join(workspace, "a.md"), "a")
+    report = apply_landlock(writable=[workspace], read_only=runtime_read_only_paths())
+
+    def connect_tcp() -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+
+    out = {
+        "abi": report.abi,
+        "handled_fs": report.handled_fs,
+        "handled_net": report.handled_net,
+        "scoped": report.scoped,
+        "not_applied": report.not_applied,
+        "read_etc_passwd": attempt(lambda: read("/etc/passwd")),
+        "read_planted_outside": attempt(lambda: read(os.path.join(outside, "secret.txt"))),
+        "rename_across_dirs": attempt(
+            lambda: os.rename(os.path.join(workspace, "a.md"), os.path.join(workspace, "sub/a.md"))
+        ),
+        "tcp_connect_loopback": attempt(connect_tcp),
+    }
+    listener.close()
+    return out
+
+
 def main() -> None:
     mode, workspace, state, outside = sys.argv[1:5]
-    if mode == "jail":
+    if mode.startswith("abi"):
+        result = main_older_abi(int(mode[3:]), workspace, outside)
+    elif mode == "jail":
         result = main_jail(workspace, state, outside)
     elif mode == "doctor":
         result = main_doctor(workspace, state)

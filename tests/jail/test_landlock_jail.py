@@ -24,7 +24,7 @@ DENIED = {"EACCES", "EPERM"}
 def run_child(mode: str, tmp: Path) -> dict[str, Any]:
     workspace, state, outside = tmp / "notes", tmp / "state", tmp / "outside"
     for d in (workspace, state, outside):
-        d.mkdir()
+        d.mkdir(parents=True)
     (outside / "secret.txt").write_text("SECRET")
     proc = subprocess.run(
         [sys.executable, str(CHILD), mode, str(workspace), str(state), str(outside)],
@@ -108,6 +108,35 @@ def test_workspace_and_state_dir_stay_fully_usable(jailed: dict[str, Any], attem
 def test_stdlib_c_extensions_still_import_lazily(jailed: dict[str, Any]) -> None:
     assert jailed["lazy_modules_not_yet_imported"], "modules were imported before the jail"
     assert jailed["lazy_stdlib_imports"] == "ok"
+
+
+@pytest.mark.skipif(ABI is not None and ABI < 4, reason="needs a kernel newer than ABI 3")
+def test_older_abi_rulesets_still_deny_files_and_report_what_they_cannot(
+    tmp_path: Path,
+) -> None:
+    # Built as for ABI 1 and 3 on this newer kernel: files stay denied, TCP is not
+    # handled (connect works), and the report names each gap.
+    abi1 = run_child("abi1", tmp_path / "abi1")
+    assert abi1["abi"] == 1
+    assert "refer" not in abi1["handled_fs"] and abi1["handled_net"] == []
+    assert abi1["read_etc_passwd"] == "EACCES"
+    assert abi1["read_planted_outside"] == "EACCES"
+    assert abi1["rename_across_dirs"] == "EXDEV"  # ABI 1 never allows reparenting
+    assert abi1["tcp_connect_loopback"] == "ok"
+    assert any(gap.startswith("refer:") for gap in abi1["not_applied"])
+    assert any(gap.startswith("tcp bind/connect:") for gap in abi1["not_applied"])
+
+    abi3 = run_child("abi3", tmp_path / "abi3")
+    assert abi3["abi"] == 3
+    assert {"refer", "truncate"} <= set(abi3["handled_fs"]) and "ioctl_dev" not in abi3[
+        "handled_fs"
+    ]
+    assert abi3["rename_across_dirs"] == "ok"
+    assert abi3["read_etc_passwd"] == "EACCES"
+    assert abi3["tcp_connect_loopback"] == "ok"
+    assert abi3["scoped"] == []
+    assert not any(gap.startswith("refer:") for gap in abi3["not_applied"])
+    assert any(gap.startswith("scopes:") for gap in abi3["not_applied"])
 
 
 def test_refuses_when_another_thread_is_running_and_applies_nothing(tmp_path: Path) -> None:
