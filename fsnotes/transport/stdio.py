@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from fsnotes.protocol.connection import (
     Action,
@@ -48,9 +49,16 @@ READ_CHUNK = 64 * 1024
 EOF_GRACE_S = 1.0
 
 
-def _is_pollable(fd: int) -> bool:
+def _is_pipe(fd: int) -> bool:
     mode = os.fstat(fd).st_mode
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _input_pollable(fd: int) -> bool:
+    # Pipes, sockets and terminals can wait in the event loop. Regular files and /dev/null
+    # cannot be polled, but reading them never blocks, so they are read directly. No reader
+    # thread: a thread stuck in read() on a terminal would keep the process from exiting.
+    return _is_pipe(fd) or os.isatty(fd)
 
 
 def _same_file(a: int, b: int) -> bool:
@@ -86,9 +94,9 @@ class _StdioServer:
 
     def __init__(self, conn: ServerConnection, in_fd: int, out_fd: int) -> None:
         self._conn = conn
-        self._in = _NonBlocking(in_fd, _is_pollable(in_fd))
+        self._in = _NonBlocking(in_fd, _input_pollable(in_fd))
         # A stdout shared with stderr (2>&1) stays blocking so log writes never see EAGAIN.
-        self._out = _NonBlocking(out_fd, _is_pollable(out_fd) and not _same_file(out_fd, 2))
+        self._out = _NonBlocking(out_fd, _is_pipe(out_fd) and not _same_file(out_fd, 2))
         self._write_lock = anyio.Lock()
         self._write_scope: anyio.CancelScope | None = None
         self._out_broken = False
@@ -157,7 +165,10 @@ class _StdioServer:
     async def _read(self) -> bytes:
         fd = self._in.fd
         if not self._in.enabled:
-            return await anyio.to_thread.run_sync(os.read, fd, READ_CHUNK, abandon_on_cancel=True)
+            await (
+                anyio.lowlevel.checkpoint()
+            )  # stay cancellable and fair on a file that never blocks
+            return os.read(fd, READ_CHUNK)
         while True:
             try:
                 return os.read(fd, READ_CHUNK)
