@@ -14,8 +14,6 @@ from fsnotes.protocol.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
 from tests.servers.demo_server import _ROOTS, build_app
 
-pytestmark = pytest.mark.anyio
-
 FORM_CAPS = {"elicitation": {}}
 
 
@@ -51,6 +49,7 @@ def modern_call(
     return call(rid, name, arguments, _meta=meta(caps), **extra)
 
 
+@pytest.mark.anyio
 async def test_tool_result_has_structured_content_and_the_same_json_as_text() -> None:
     async with running(ServerConnection(build_app())) as h:
         msg = await h.call(modern_call(1, "echo", {"text": "hi"}))
@@ -67,6 +66,7 @@ async def test_tool_result_has_structured_content_and_the_same_json_as_text() ->
         }
 
 
+@pytest.mark.anyio
 async def test_unknown_tool_is_invalid_params_with_its_name() -> None:
     async with running(ServerConnection(build_app())) as h:
         msg = await h.call(modern_call(1, "nope"))
@@ -77,6 +77,7 @@ async def test_unknown_tool_is_invalid_params_with_its_name() -> None:
         assert bad_args["error"]["code"] == -32602
 
 
+@pytest.mark.anyio
 async def test_argument_errors_are_actionable_is_error_results() -> None:
     async with running(ServerConnection(build_app())) as h:
         msg = await h.call(modern_call(1, "add", {"a": "x", "b": 5000}))
@@ -89,6 +90,7 @@ async def test_argument_errors_are_actionable_is_error_results() -> None:
         assert "- text: required field is missing; expected string: Text to send back" in missing
 
 
+@pytest.mark.anyio
 async def test_tool_error_internal_error_and_invalid_params_from_handlers() -> None:
     async with running(ServerConnection(build_app())) as h:
         tool_error = (await h.call(modern_call(1, "fail", {"kind": "tool"})))["result"]
@@ -103,6 +105,7 @@ async def test_tool_error_internal_error_and_invalid_params_from_handlers() -> N
         }
 
 
+@pytest.mark.anyio
 async def test_modern_form_input_required_exact_shape_then_retry_completes() -> None:
     async with running(ServerConnection(build_app())) as h:
         first = (await h.call(modern_call(1, "confirm", {"title": "groceries"}, FORM_CAPS)))[
@@ -139,6 +142,7 @@ async def test_modern_form_input_required_exact_shape_then_retry_completes() -> 
         assert done["resultType"] == "complete" and done["structuredContent"] == {"deleted": True}
 
 
+@pytest.mark.anyio
 async def test_modern_missing_capability_is_32021_with_required_capabilities_object() -> None:
     async with running(ServerConnection(build_app())) as h:
         msg = await h.call(modern_call(1, "confirm", {"title": "x"}, {}))
@@ -154,6 +158,7 @@ async def test_modern_missing_capability_is_32021_with_required_capabilities_obj
         assert roots["error"]["data"] == {"requiredCapabilities": {"roots": {}}}
 
 
+@pytest.mark.anyio
 async def test_capabilities_are_never_reused_from_an_earlier_request() -> None:
     async with running(ServerConnection(build_app())) as h:
         ok = (await h.call(modern_call(1, "confirm", {"title": "x"}, FORM_CAPS)))["result"]
@@ -162,6 +167,7 @@ async def test_capabilities_are_never_reused_from_an_earlier_request() -> None:
         assert later["error"]["code"] == -32021
 
 
+@pytest.mark.anyio
 async def test_modern_url_elicitation_has_no_elicitation_id_and_no_cache_fields() -> None:
     async with running(ServerConnection(build_app())) as h:
         result = (await h.call(modern_call(1, "visit", {}, {"elicitation": {"url": {}}})))["result"]
@@ -173,6 +179,7 @@ async def test_modern_url_elicitation_has_no_elicitation_id_and_no_cache_fields(
         assert "ttlMs" not in result and "cacheScope" not in result
 
 
+@pytest.mark.anyio
 async def test_modern_roots_input_request_and_malformed_input_responses() -> None:
     async with running(ServerConnection(build_app())) as h:
         first = (await h.call(modern_call(1, "roots_seen", {}, {"roots": {}})))["result"]
@@ -194,6 +201,7 @@ async def test_modern_roots_input_request_and_malformed_input_responses() -> Non
         assert bad_state["error"]["code"] == -32602
 
 
+@pytest.mark.anyio
 async def test_legacy_adapter_sends_live_elicitation_and_calls_the_handler_again() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h, FORM_CAPS)
@@ -216,6 +224,7 @@ async def test_legacy_adapter_sends_live_elicitation_and_calls_the_handler_again
         assert "resultType" not in result
 
 
+@pytest.mark.anyio
 async def test_legacy_url_elicitation_includes_elicitation_id() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h, {"elicitation": {"url": {}}})
@@ -231,6 +240,7 @@ async def test_legacy_url_elicitation_includes_elicitation_id() -> None:
         assert (await h.response(1))["result"]["content"][0]["text"] == "url decline"
 
 
+@pytest.mark.anyio
 async def test_legacy_client_error_reply_becomes_is_error_result() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h, FORM_CAPS)
@@ -241,6 +251,7 @@ async def test_legacy_client_error_reply_becomes_is_error_result() -> None:
         assert result["isError"] is True and "no UI" in result["content"][0]["text"]
 
 
+@pytest.mark.anyio
 async def test_legacy_timeout_withdraws_the_request_and_reports_an_error_result() -> None:
     async with running(ServerConnection(build_app(), input_timeout=0.05)) as h:
         await legacy(h, FORM_CAPS)
@@ -255,6 +266,7 @@ async def test_legacy_timeout_withdraws_the_request_and_reports_an_error_result(
         assert (await h.call(request(2, "ping")))["result"] == {}
 
 
+@pytest.mark.anyio
 async def test_legacy_missing_capability_is_an_is_error_result_not_a_request() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h, {})
@@ -263,6 +275,7 @@ async def test_legacy_missing_capability_is_an_is_error_result_not_a_request() -
         assert not any(m.get("method") == "elicitation/create" for m in h.out)
 
 
+@pytest.mark.anyio
 async def test_legacy_adapter_gives_up_after_max_rounds() -> None:
     async def always_ask(ctx: RequestContext, args: Any) -> InputRequired:
         return InputRequired(
@@ -288,6 +301,7 @@ async def test_legacy_adapter_gives_up_after_max_rounds() -> None:
         assert len([m for m in h.out if m.get("method") == "elicitation/create"]) == 2
 
 
+@pytest.mark.anyio
 async def test_cancelled_request_stops_and_sends_nothing() -> None:
     async with running(ServerConnection(build_app())) as h:
         h.feed(
@@ -309,6 +323,7 @@ async def test_cancelled_request_stops_and_sends_nothing() -> None:
         assert h.conn.in_flight == 0
 
 
+@pytest.mark.anyio
 async def test_legacy_cancel_while_waiting_for_elicitation_withdraws_our_request() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h, FORM_CAPS)
@@ -320,6 +335,7 @@ async def test_legacy_cancel_while_waiting_for_elicitation_withdraws_our_request
         assert not any(m.get("id") == 1 and "method" not in m for m in h.out)
 
 
+@pytest.mark.anyio
 async def test_progress_only_with_a_token_strictly_increasing_and_not_after_completion() -> None:
     async with running(ServerConnection(build_app())) as h:
         await h.call(modern_call(1, "slow", {"steps": 2, "delay": 0}))
@@ -336,6 +352,7 @@ async def test_progress_only_with_a_token_strictly_increasing_and_not_after_comp
         assert last_progress < response_index
 
 
+@pytest.mark.anyio
 async def test_progress_rules_enforced_in_the_context() -> None:
     seen: list[RequestContext] = []
 
@@ -363,6 +380,7 @@ async def test_progress_rules_enforced_in_the_context() -> None:
         assert len(h.out) == before
 
 
+@pytest.mark.anyio
 async def test_modern_logs_only_when_the_request_asked_and_at_or_above_its_level() -> None:
     async with running(ServerConnection(build_app())) as h:
         await h.call(modern_call(1, "slow", {"steps": 1, "delay": 0}))
@@ -391,6 +409,7 @@ async def test_modern_logs_only_when_the_request_asked_and_at_or_above_its_level
         assert len([m for m in h.out if m.get("method") == "notifications/message"]) == 2
 
 
+@pytest.mark.anyio
 async def test_legacy_logs_follow_set_level_default_warning() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h)
@@ -403,6 +422,7 @@ async def test_legacy_logs_follow_set_level_default_warning() -> None:
         ] == ["info"]
 
 
+@pytest.mark.anyio
 async def test_resources_not_found_codes_differ_by_era_with_uri_data() -> None:
     async with running(ServerConnection(build_app())) as h:
         modern = await h.call(request(1, "resources/read", {"_meta": meta(), "uri": "note://zzz"}))
@@ -420,6 +440,7 @@ async def test_resources_not_found_codes_differ_by_era_with_uri_data() -> None:
         }
 
 
+@pytest.mark.anyio
 async def test_resources_read_list_templates_and_completion_route_to_the_provider() -> None:
     async with running(ServerConnection(build_app())) as h:
         read = (await h.call(request(1, "resources/read", {"_meta": meta(), "uri": "note://a"})))[
@@ -464,6 +485,7 @@ async def test_resources_read_list_templates_and_completion_route_to_the_provide
         assert bad_ref["error"]["code"] == -32602
 
 
+@pytest.mark.anyio
 async def test_resources_read_input_required_in_both_eras() -> None:
     async with running(ServerConnection(build_app())) as h:
         modern = (
@@ -479,6 +501,7 @@ async def test_resources_read_input_required_in_both_eras() -> None:
         assert (await h.response(2))["result"]["contents"][0]["text"] == "s3cret"
 
 
+@pytest.mark.anyio
 async def test_legacy_roots_are_fetched_after_initialized_and_on_list_changed() -> None:
     _ROOTS.clear()
     async with running(ServerConnection(build_app())) as h:
@@ -495,8 +518,28 @@ async def test_legacy_roots_are_fetched_after_initialized_and_on_list_changed() 
         assert seen == {"roots": ["file:///two"]}
 
 
+@pytest.mark.anyio
 async def test_no_roots_request_without_the_capability() -> None:
     async with running(ServerConnection(build_app())) as h:
         await legacy(h, {})
         await h.settle()
         assert not any(m.get("method") == "roots/list" for m in h.out)
+
+
+def test_context_capability_checks_follow_the_elicitation_mode_rules() -> None:
+    def ctx(caps: dict[str, Any]) -> RequestContext:
+        return RequestContext(
+            era="modern",
+            protocol_version="2026-07-28",
+            method="tools/call",
+            client_capabilities=caps,
+            client_info=None,
+        )
+
+    assert ctx({"elicitation": {}}).supports_elicitation("form")
+    assert not ctx({"elicitation": {}}).supports_elicitation("url")
+    assert ctx({"elicitation": {"url": {}}}).supports_elicitation("url")
+    assert not ctx({"elicitation": {"url": {}}}).supports_elicitation("form")
+    assert not ctx({}).supports_elicitation("form")
+    assert not ctx({"elicitation": True}).supports_elicitation("form")
+    assert ctx({"roots": {}}).supports_roots() and not ctx({}).supports_roots()
