@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/config.py fsnotes/server.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(data, indent=2) if args.json else format_text(data))
         return 0
     if args.command == "demo":
-        from .demo import main as demo_main
+        from .demo_session import main as demo_main
 
         return demo_main()
     if args.command == "rotate-key":
