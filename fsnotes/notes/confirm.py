@@ -30,7 +30,7 @@ from sandbox.root import FileIdentity
 
 from ..protocol.registry import ElicitForm, InputRequired
 from ..security.grants import Access, NotGranted, Workspace
-from ..security.replay import AlreadyUsed, ReplayStore, StoreFull
+from ..security.replay import AlreadyUsed, ReplayStore, StoreBusy, StoreFull
 from ..security.seal import (
     Sealer,
     StateExpired,
@@ -250,8 +250,8 @@ class DeleteFlow:
                     pass
             except AlreadyUsed:
                 return Outcome(error="This confirmation was already used; nothing more happened.")
-            except StoreFull as exc:
-                return Outcome(error=f"{exc}.")
+            except (StoreFull, StoreBusy) as exc:
+                return Outcome(error=f"Nothing was deleted: {exc}; try again shortly.")
             return Outcome(
                 body=_result(False, "declined", "The person declined; nothing was deleted.")
             )
@@ -325,8 +325,8 @@ class DeleteFlow:
                 target.store.remove(target.parts, chosen.identity)
         except AlreadyUsed:
             return Outcome(error="This confirmation was already used; nothing more was deleted.")
-        except StoreFull as exc:
-            return Outcome(error=f"{exc}.")
+        except (StoreFull, StoreBusy) as exc:
+            return Outcome(error=f"Nothing was deleted: {exc}; try again shortly.")
         except (sx.SandboxError, NoteError) as exc:
             return Outcome(error=f"{explain(exc, target.parts)} Nothing was deleted.")
         body = _result(True, "deleted", f"Deleted '{chosen.note_id}'.")

@@ -38,6 +38,10 @@ class AlreadyUsed(Exception):
     """The nonce was claimed before: this confirmation has been used."""
 
 
+class StoreBusy(Exception):
+    """Another process held the store's write lock past LOCK_TIMEOUT_S, or it is unusable."""
+
+
 class StoreFull(Exception):
     """The store holds MAX_ROWS unexpired nonces; claims are refused until some expire."""
 
@@ -84,7 +88,10 @@ class SQLiteReplayStore:
     @contextlib.contextmanager
     def claim(self, nonce: str, expires_at: float) -> Iterator[None]:
         db = self._connect()
-        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreBusy(f"the confirmation store is busy or unusable ({exc})") from None
         try:
             row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
             if row is not None:

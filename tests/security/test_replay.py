@@ -69,3 +69,23 @@ def test_two_processes_claim_the_same_nonce_once(tmp_path: Path) -> None:
             assert p.exitcode == 0
         results = sorted([out.get(timeout=5), out.get(timeout=5)])
         assert results == ["already-used", "claimed"]
+
+
+def test_a_held_lock_is_reported_as_busy_not_as_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from fsnotes.security import replay
+
+    monkeypatch.setattr(replay, "LOCK_TIMEOUT_S", 0.2)
+    store = replay.SQLiteReplayStore(tmp_path, clock=time.time)
+    holder = sqlite3.connect(tmp_path / replay.DB_NAME, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(replay.StoreBusy), store.claim("n3", time.time() + 60):
+            pass
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not store.is_used("n3")
