@@ -12,7 +12,10 @@ import ctypes
 import errno
 import os
 import platform
+import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_XDEV = 0x01
@@ -79,19 +82,39 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _machine = platform.machine()
 
 _NR_OPENAT2 = _NR_OPENAT2_BY_MACHINE.get(_machine)
+# No argtypes on purpose: per-call argtypes conversion doubles the cost of this, the hottest
+# call in the sandbox. Instead the variadic syscall(2) gets pre-built, correctly sized C
+# values (a long for the number, a size_t for the size, a pointer for the struct) and two
+# plain Python values that ctypes passes as int (dirfd) and char * (the bytes path).
 _syscall_openat2 = _libc.syscall
 _syscall_openat2.restype = ctypes.c_long
-_syscall_openat2.argtypes = [
-    ctypes.c_long,
-    ctypes.c_int,
-    ctypes.c_char_p,
-    ctypes.POINTER(_OpenHow),
-    ctypes.c_size_t,
-]
+_c_nr_openat2 = ctypes.c_long(_NR_OPENAT2 or -1)
+_c_open_how_size = ctypes.c_size_t(_OPEN_HOW_SIZE)
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
 
 # The open_how structs are read-only to the kernel, so one per (flags, mode, resolve) is
-# shared by every call and thread; this keeps ctypes allocation off the hot path.
-_how_cache: dict[tuple[int, int, int], _OpenHow] = {}
+# shared by every call and thread (with its pointer); this keeps ctypes allocation off the
+# hot path. The dict is bounded by the handful of flag combinations the sandbox uses.
+_how_cache: dict[tuple[int, int, int], tuple[_OpenHow, Any]] = {}
+
+
+def _openat2_with(dirfd: int, path: str, how_ref: Any) -> int:
+    raw = path.encode(_FS_ENCODING, _FS_ERRORS)
+    if b"\0" in raw:
+        raise ValueError("embedded null byte")
+    eagain = 0
+    while True:
+        fd: int = _syscall_openat2(_c_nr_openat2, dirfd, raw, how_ref, _c_open_how_size)
+        if fd >= 0:
+            return fd
+        err = ctypes.get_errno()
+        if err == errno.EINTR:
+            continue
+        if err == errno.EAGAIN and eagain < OPENAT2_EAGAIN_RETRIES:
+            eagain += 1
+            continue
+        raise OSError(err, os.strerror(err))
 
 
 def openat2(dirfd: int, path: str, flags: int, resolve: int, mode: int = 0) -> int:
@@ -103,24 +126,28 @@ def openat2(dirfd: int, path: str, flags: int, resolve: int, mode: int = 0) -> i
     if _NR_OPENAT2 is None:
         raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
     key = (flags, mode, resolve)
-    how = _how_cache.get(key)
-    if how is None:
-        how = _how_cache.setdefault(key, _OpenHow(flags, mode, resolve))
-    raw = os.fsencode(path)
-    if b"\0" in raw:
-        raise ValueError("embedded null byte")
-    eagain = 0
-    while True:
-        fd = _syscall_openat2(_NR_OPENAT2, dirfd, raw, how, _OPEN_HOW_SIZE)
-        if fd >= 0:
-            return int(fd)
-        err = ctypes.get_errno()
-        if err == errno.EINTR:
-            continue
-        if err == errno.EAGAIN and eagain < OPENAT2_EAGAIN_RETRIES:
-            eagain += 1
-            continue
-        raise OSError(err, os.strerror(err))
+    cached = _how_cache.get(key)
+    if cached is None:
+        how = _OpenHow(flags, mode, resolve)
+        cached = _how_cache.setdefault(key, (how, ctypes.byref(how)))
+    return _openat2_with(dirfd, path, cached[1])
+
+
+def opener(flags: int, resolve: int) -> Callable[[int, str], int]:
+    """:func:`openat2` with fixed flags and no mode, for a hot path: ``open(dirfd, path)``."""
+    if _NR_OPENAT2 is None:
+
+        def unavailable(dirfd: int, path: str) -> int:
+            raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+        return unavailable
+    how = _OpenHow(flags, 0, resolve)
+    how_ref = ctypes.byref(how)  # holds a reference to how, keeping it alive
+
+    def open_fixed(dirfd: int, path: str) -> int:
+        return _openat2_with(dirfd, path, how_ref)
+
+    return open_fixed
 
 
 def _bind_renameat2() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]

@@ -68,15 +68,13 @@ REMOVE_PREFIX = ".fsnotes-rm-"
 _RANDOM_NAME_BYTES = 8
 _RANDOM_NAME_ATTEMPTS = 4
 
-# update() waits this long for another of our processes to finish its read-transform-
-# rename of the same file. Such windows last milliseconds; a holder that takes longer is
-# stuck, and failing the request beats hanging it (flock itself has no timeout).
+# update() waits this long in total for other processes of ours to finish their read-
+# transform-rename of the same file (each takes milliseconds; under contention several may
+# go first, and each time the name then points at the inode they wrote, so we reopen and
+# queue again). A holder taking longer is stuck: failing the request beats hanging it, and
+# flock itself has no timeout, hence LOCK_NB and polling.
 FLOCK_TIMEOUT_S = 10.0
 _FLOCK_POLL_S = 0.002
-# After taking the lock the name may already point at a newer file (the previous holder
-# renamed over it); we reopen and lock again. Each retry means another writer finished, so
-# a handful is plenty; more means a writer loop we should not try to outrun.
-UPDATE_REOPEN_ATTEMPTS = 8
 
 # Reads past the size fstat reported (a growing file, or a filesystem whose st_size is not
 # exact) continue in chunks of this size until EOF or max_bytes + 1.
@@ -92,6 +90,7 @@ _O_DIR_PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _O_DIR_READ = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; fstat then refuses it.
 _O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_open_read = _linux.opener(_O_READ, _RESOLVE)
 _O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # New files: 0o666 and new directories 0o777, both narrowed by the process umask, like
 # every other Unix program; temp files start private and get the original's bits by fchmod.
@@ -139,25 +138,39 @@ class ReadResult:
     info: FileInfo
 
 
-def _kind(mode: int) -> Kind:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "other"
+_KINDS: dict[int, Kind] = {stat.S_IFREG: "file", stat.S_IFDIR: "dir", stat.S_IFLNK: "symlink"}
+
+# _info runs once per read, listed entry and walked entry. A frozen dataclass __init__ sets
+# each slot through object.__setattr__; setting the slots through their descriptors builds
+# the same objects (tests compare them) in about half the time.
+_new = object.__new__
+_set_dev, _set_ino = (FileIdentity.__dict__[f].__set__ for f in ("dev", "ino"))
+_set_kind, _set_size, _set_mtime, _set_mode, _set_nlink, _set_identity = (
+    FileInfo.__dict__[f].__set__ for f in ("kind", "size", "mtime_ns", "mode", "nlink", "identity")
+)
+_set_data, _set_info = (ReadResult.__dict__[f].__set__ for f in ("data", "info"))
 
 
 def _info(st: os.stat_result) -> FileInfo:
-    return FileInfo(
-        _kind(st.st_mode),
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_mode,
-        st.st_nlink,
-        FileIdentity(st.st_dev, st.st_ino),
-    )
+    identity = _new(FileIdentity)
+    _set_dev(identity, st.st_dev)
+    _set_ino(identity, st.st_ino)
+    info = _new(FileInfo)
+    mode = st.st_mode
+    _set_kind(info, _KINDS.get(stat.S_IFMT(mode), "other"))
+    _set_size(info, st.st_size)
+    _set_mtime(info, st.st_mtime_ns)
+    _set_mode(info, mode)
+    _set_nlink(info, st.st_nlink)
+    _set_identity(info, identity)
+    return info
+
+
+def _read_result(data: bytes, st: os.stat_result) -> ReadResult:
+    result = _new(ReadResult)
+    _set_data(result, data)
+    _set_info(result, _info(st))
+    return result
 
 
 def openat2_available() -> bool:
@@ -214,18 +227,33 @@ def _typed(err: int | None, rel: str, action: str) -> SandboxError:
 
 
 def _check_parts(parts: Components) -> Components:
-    """Defence in depth: layer 1 already guarantees this, Root must be safe on its own."""
+    """Defence in depth: layer 1 already guarantees this, Root must be safe on its own.
+
+    Every name must be a non-empty ``str`` without '/' or NUL and not '.' or '..'. The fast
+    path checks the joined string once; the slow path finds the culprit for the message.
+    """
     if type(parts) is not tuple:
-        if isinstance(parts, list):
-            parts = tuple(parts)
-        else:
+        if not isinstance(parts, list):
             raise InvalidPath("a path must be a tuple of names")
+        parts = tuple(parts)
+    if not parts:
+        return parts
+    try:
+        framed = "/" + "/".join(parts) + "/"
+    except TypeError:
+        raise InvalidPath("a path component must be a string") from None
+    if (
+        framed.count("/") == len(parts) + 1  # no '/' inside a name
+        and "//" not in framed  # no empty name
+        and "/./" not in framed
+        and "/../" not in framed
+        and "\0" not in framed
+    ):
+        return parts
     for name in parts:
-        if type(name) is not str:
-            raise InvalidPath("a path component must be a string")
         if not name or name == "." or name == ".." or "/" in name or "\0" in name:
             raise InvalidPath(f"invalid path component {name!r}")
-    return parts
+    raise InvalidPath("invalid path")  # unreachable: the loop names the culprit
 
 
 def _check_leaf(parts: Components, action: str) -> Components:
@@ -552,21 +580,22 @@ class Root:
         return st
 
     def _open_regular(
-        self, dirfd: int | None, parts: Components, action: str, *, hardlinks_ok: bool
+        self, dirfd: int, parts: Components, action: str, *, hardlinks_ok: bool
     ) -> tuple[int, os.stat_result]:
-        """Open the regular file ``parts[-1]`` below the parent ``dirfd`` for reading (with
-        ``dirfd=None``: all of ``parts`` below the root, openat2 only) and fstat it."""
-        name = parts[-1]
+        """Open the regular file ``parts[-1]`` below its parent ``dirfd`` for reading."""
         try:
-            if dirfd is None:
-                # openat2 only: the whole path in one call, the cheapest contained open.
-                fd = _linux.openat2(self._fd, "/".join(parts), _O_READ, _RESOLVE)
-            elif self._resolver == "openat2":
-                fd = _linux.openat2(dirfd, name, _O_READ, _RESOLVE)
+            if self._resolver == "openat2":
+                fd = _open_read(dirfd, parts[-1])
             else:
-                fd = os.open(name, _O_READ, dir_fd=dirfd)
+                fd = os.open(parts[-1], _O_READ, dir_fd=dirfd)
         except OSError as exc:
             _raise(exc.errno, _rel(parts), action)
+        return fd, self._regular_stat(fd, parts, action, hardlinks_ok)
+
+    def _regular_stat(
+        self, fd: int, parts: Components, action: str, hardlinks_ok: bool
+    ) -> os.stat_result:
+        """fstat the freshly opened ``fd``, which must be a regular file; closes it if not."""
         try:
             st = os.fstat(fd)
             if self._resolver == "walk":
@@ -582,7 +611,7 @@ class Root:
         except BaseException:
             os.close(fd)
             raise
-        return fd, st
+        return st
 
     @staticmethod
     def _read_fd(fd: int, st: os.stat_result, max_bytes: int, parts: Components) -> bytes:
@@ -591,27 +620,31 @@ class Root:
             raise TooLarge(
                 f"cannot read '{_rel(parts)}': {size} bytes is over the limit of {max_bytes}"
             )
-        limit = max_bytes + 1  # one byte more than allowed, so growth is noticed
-        want = min(size + 1, limit)
-        chunks: list[bytes] = []
-        total = 0
-        while True:
+        # Ask for one byte more than fstat said (size + 1 <= max_bytes + 1): getting exactly
+        # size bytes back is EOF on a local filesystem, the common case, in one syscall.
+        try:
+            chunk = os.read(fd, size + 1)
+        except OSError as exc:
+            _raise(exc.errno, _rel(parts), "read")
+        if len(chunk) == size:
+            return chunk
+        # The file grew or shrank since fstat, or the filesystem returned a short read:
+        # read on until EOF, never more than max_bytes + 1 bytes in total.
+        limit = max_bytes + 1
+        chunks = [chunk]
+        total = len(chunk)
+        while chunk and total <= max_bytes:
             try:
-                chunk = os.read(fd, want)
+                chunk = os.read(fd, min(_READ_CHUNK, limit - total))
             except OSError as exc:
                 _raise(exc.errno, _rel(parts), "read")
-            if not chunk:
-                break
             chunks.append(chunk)
             total += len(chunk)
-            if total > max_bytes:
-                raise TooLarge(
-                    f"cannot read '{_rel(parts)}': it grew past the limit of {max_bytes} bytes"
-                )
-            if total == size and len(chunk) < want:
-                break  # a short read ending exactly at the fstat size: EOF, skip one syscall
-            want = min(_READ_CHUNK, limit - total)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if total > max_bytes:
+            raise TooLarge(
+                f"cannot read '{_rel(parts)}': it grew past the limit of {max_bytes} bytes"
+            )
+        return b"".join(chunks)
 
     # --- operations -----------------------------------------------------------------------
 
@@ -659,20 +692,22 @@ class Root:
             raise ValueError("max_bytes must be >= 0")
         self._enter()
         try:
+            hardlinks_ok = self._allow_hardlinked_reads
             if self._resolver == "openat2":
-                fd, st = self._open_regular(
-                    None, parts, "read", hardlinks_ok=self._allow_hardlinked_reads
-                )
+                # The whole path in one openat2 call: the cheapest contained open.
+                try:
+                    fd = _open_read(self._fd, "/".join(parts))
+                except OSError as exc:
+                    _raise(exc.errno, _rel(parts), "read")
+                st = self._regular_stat(fd, parts, "read", hardlinks_ok)
             else:
                 parent = self._open_dir(parts[:-1], _O_DIR_PATH, "read")
                 try:
-                    fd, st = self._open_regular(
-                        parent, parts, "read", hardlinks_ok=self._allow_hardlinked_reads
-                    )
+                    fd, st = self._open_regular(parent, parts, "read", hardlinks_ok=hardlinks_ok)
                 finally:
                     self._release(parent)
             try:
-                return ReadResult(self._read_fd(fd, st, max_bytes, parts), _info(st))
+                return _read_result(self._read_fd(fd, st, max_bytes, parts), st)
             finally:
                 os.close(fd)
         finally:
@@ -762,10 +797,10 @@ class Root:
         """Open and flock the file now at ``parts[-1]``, making sure the lock is on the inode
         the name refers to after locking (a previous holder may have renamed over it)."""
         name = parts[-1]
-        for _ in range(UPDATE_REOPEN_ATTEMPTS):
+        deadline = time.monotonic() + FLOCK_TIMEOUT_S
+        while True:
             fd, st = self._open_regular(parent, parts, "update", hardlinks_ok=False)
             try:
-                deadline = time.monotonic() + FLOCK_TIMEOUT_S
                 while True:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -781,15 +816,13 @@ class Root:
                 except OSError as exc:
                     _raise(exc.errno, _rel(parts), "update")
                 if _identity(now) == _identity(st):
-                    return fd, os.fstat(fd)  # fresh: the holder before us may have written
+                    return fd, os.fstat(fd)  # fstat again: the holder before us may have written
             except BaseException:
                 os.close(fd)
                 raise
-            os.close(fd)
-        raise StorageError(
-            f"cannot update '{_rel(parts)}': it kept being replaced while waiting for the lock",
-            errno=errno.EAGAIN,
-        )
+            os.close(fd)  # locked a file that was renamed over meanwhile: queue on the new one
+            if time.monotonic() > deadline:
+                _raise(errno.EWOULDBLOCK, _rel(parts), "update")
 
     def _update_in(
         self,
@@ -802,7 +835,7 @@ class Root:
         rel = _rel(parts)
         fd, st = self._lock_current(parent, parts)
         try:  # closing fd releases the flock
-            current = ReadResult(self._read_fd(fd, st, max_bytes, parts), _info(st))
+            current = _read_result(self._read_fd(fd, st, max_bytes, parts), st)
             data = transform(current)
             if not isinstance(data, bytes):
                 raise TypeError("transform must return bytes")

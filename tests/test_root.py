@@ -35,6 +35,7 @@ from sandbox.root import (
     RESOLVER_ENV,
     TEMP_PREFIX,
     FileIdentity,
+    FileInfo,
     ReadResult,
     Resolver,
     Root,
@@ -716,3 +717,23 @@ def test_no_descriptor_leaks_over_hundreds_of_operations(root: Root, ws: Path) -
                 op(i)
     assert _fd_count() == before
     assert leftovers(ws) == []
+
+
+def test_info_objects_equal_normally_constructed_dataclasses(root: Root, ws: Path) -> None:
+    # Root builds FileInfo through slot descriptors for speed; they must be the same values.
+    (ws / "f").write_bytes(b"abc")
+    st = os.lstat(ws / "f")
+    expected = FileInfo(
+        kind="file",
+        size=3,
+        mtime_ns=st.st_mtime_ns,
+        mode=st.st_mode,
+        nlink=1,
+        identity=FileIdentity(st.st_dev, st.st_ino),
+    )
+    assert root.stat(("f",)) == expected
+    result = root.read(("f",), max_bytes=3)
+    assert result == ReadResult(b"abc", expected)
+    assert hash(result.info) == hash(expected)
+    with pytest.raises(AttributeError):
+        result.info.size = 4  # type: ignore[misc]
