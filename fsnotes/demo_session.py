@@ -70,6 +70,13 @@ def main() -> int:
 
 
 async def _session(vault: Path, base: Path) -> None:
+    # The server's own stderr (start-up and Landlock notes) would interleave with the
+    # transcript; `fsnotes serve` run by hand shows it.
+    with open(os.devnull, "w") as devnull:
+        await _scripted(vault, base, devnull)
+
+
+async def _scripted(vault: Path, base: Path, devnull: Any) -> None:
     import mcp.types as types
     from mcp import ClientSession, StdioServerParameters, stdio_client
     from mcp.client import ClientRequestContext
@@ -104,10 +111,8 @@ async def _session(vault: Path, base: Path) -> None:
     _say(f"host: the official MCP Python SDK client; server: fsnotes serve --workspace {vault}")
 
     async with (
-        stdio_client(server, errlog=open(os.devnull, "w")) as (r, w),
-        ClientSession(
-            r, w, elicitation_callback=person
-        ) as s,
+        stdio_client(server, errlog=devnull) as (r, w),
+        ClientSession(r, w, elicitation_callback=person) as s,
     ):
         init = await s.initialize()
         _say(
@@ -242,10 +247,8 @@ async def _session(vault: Path, base: Path) -> None:
 
     session2 = StdioServerParameters(command=server.command, args=server.args, env=server.env)
     async with (
-        stdio_client(session2, errlog=open(os.devnull, "w")) as (r, w),
-        ClientSession(
-            r, w, elicitation_callback=person
-        ) as s,
+        stdio_client(session2, errlog=devnull) as (r, w),
+        ClientSession(r, w, elicitation_callback=person) as s,
     ):
         await s.discover()
         _say(
