@@ -1084,9 +1084,10 @@ class Root:
 
         Without renameat2 (old kernels, or filesystems refusing the flag with EINVAL) files
         and symlinks are moved by ``link`` + ``unlink`` (no replacement possible, but for a
-        moment both names exist, and a crash in between leaves both; filesystems without
-        hard links refuse); directories are checked for absence and then renamed, so a
-        concurrently created *empty* directory at ``dst`` could be replaced.
+        moment both names exist, a crash in between leaves both, and filesystems without
+        hard links refuse; the source name is only unlinked if it still is the linked inode,
+        checked microseconds before); directories are checked for absence and then renamed,
+        so a concurrently created *empty* directory at ``dst`` could be replaced.
         """
         src = _check_leaf(src, "move")
         dst = _check_leaf(dst, "move")
@@ -1114,8 +1115,21 @@ class Root:
             self._leave()
 
     def _rename_noreplace(
-        self, sdir: int, src: Components, ddir: int, dst: Components, action: str
+        self,
+        sdir: int,
+        src: Components,
+        ddir: int,
+        dst: Components,
+        action: str,
+        *,
+        fresh_dst: bool = False,
     ) -> None:
+        """``renameat2(RENAME_NOREPLACE)``, with a fallback where that is unavailable.
+
+        ``fresh_dst``: the destination is a new random name nobody else knows, so a plain
+        rename cannot replace anything in practice and is the fallback (atomic, unlike
+        link + unlink, which could unlink whatever was swapped in at the source).
+        """
         sname, dname = src[-1], dst[-1]
         try:
             _linux.renameat2(sdir, sname, ddir, dname, _linux.RENAME_NOREPLACE)
@@ -1125,8 +1139,16 @@ class Root:
                 # EEXIST names the destination, anything else the source.
                 _raise(exc.errno, _rel(dst if exc.errno == errno.EEXIST else src), action)
         # Fallback: no renameat2, or a filesystem that does not support RENAME_NOREPLACE.
+        if fresh_dst:
+            try:
+                os.rename(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir)
+            except OSError as exc:
+                _raise(exc.errno, _rel(src), action)
+            return
         st = self._lstat_leaf(sdir, src, action)
         if stat.S_ISDIR(st.st_mode):
+            # No atomic no-replace for directories: check, then rename. rename(2) can only
+            # replace an *empty* directory, so that is all a concurrent creator could lose.
             try:
                 _lstat_at(ddir, dname)
             except FileNotFoundError:
@@ -1140,14 +1162,24 @@ class Root:
             except OSError as exc:
                 _raise(exc.errno, _rel(src), action)
             return
+        # Files and symlinks: link() never replaces (EEXIST); then drop the source name, but
+        # only if it still is the inode just linked (else something was swapped in there:
+        # leave both names and say so rather than unlink a file we did not move).
         try:
             os.link(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir, follow_symlinks=False)
         except OSError as exc:
             _raise(exc.errno, _rel(dst if exc.errno == errno.EEXIST else src), action)
         try:
-            os.unlink(sname, dir_fd=sdir)
+            same = _identity(_lstat_at(sdir, sname)) == _identity(_lstat_at(ddir, dname))
+            if same:
+                os.unlink(sname, dir_fd=sdir)
         except OSError as exc:
             _raise(exc.errno, _rel(src), action)
+        if not same:
+            raise IdentityMismatch(
+                f"cannot {action} '{_rel(src)}': it was replaced while being moved; the "
+                f"original is now at '{_rel(dst)}' and the replacement was left in place"
+            )
 
     def remove(self, parts: Components, expect: FileIdentity) -> None:
         """Remove the regular file at ``parts`` only if it is the inode ``expect``.
@@ -1161,7 +1193,9 @@ class Root:
 
         Residual window: between the lstat and the unlink of the hidden name, someone who can
         write the directory and guesses or observes the random name could swap it; and while
-        the check runs the file is briefly absent from its name.
+        the check runs the file is briefly absent from its name. Without renameat2 the hiding
+        step is a plain rename to the fresh random name, and putting back uses the no-replace
+        fallback of :meth:`move`.
         """
         parts = _check_leaf(parts, "delete")
         self._enter()
@@ -1178,7 +1212,7 @@ class Root:
         rel = _rel(parts)
         hidden = _random_name(REMOVE_PREFIX)
         hidden_parts = (*parts[:-1], hidden)
-        self._rename_noreplace(parent, parts, parent, hidden_parts, "delete")
+        self._rename_noreplace(parent, parts, parent, hidden_parts, "delete", fresh_dst=True)
         try:
             st = _lstat_at(parent, hidden)
         except OSError as exc:

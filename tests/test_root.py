@@ -587,8 +587,13 @@ def test_move_fallback_without_renameat2_still_never_replaces(
     assert (ws / "d2").is_dir()
     assert os.stat(ws / "c").st_nlink == 1
     st = os.stat(ws / "b")
+    with pytest.raises(IdentityMismatch):
+        root.remove(("b",), FileIdentity(st.st_dev, st.st_ino + 1))
+    assert (ws / "b").read_text() == "b"  # put back by the fallback
+    assert os.stat(ws / "b").st_nlink == 1
     root.remove(("b",), FileIdentity(st.st_dev, st.st_ino))
     assert not (ws / "b").exists()
+    assert leftovers(ws) == []
 
 
 # --- identity-checked remove --------------------------------------------------------------
