@@ -742,3 +742,35 @@ def test_info_objects_equal_normally_constructed_dataclasses(root: Root, ws: Pat
     assert hash(result.info) == hash(expected)
     with pytest.raises(AttributeError):
         result.info.size = 4  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("grow_by", "max_bytes", "outcome"), [(5, 100, "ok"), (50, 20, "large")])
+def test_file_growing_after_fstat_is_read_whole_or_refused(
+    tmp_path: Path, grow_by: int, max_bytes: int, outcome: str
+) -> None:
+    # The read path trusts fstat's size only as a hint: a file that grows between fstat and
+    # read is read on to EOF, and never past max_bytes + 1 bytes.
+    f = tmp_path / "g"
+    f.write_bytes(b"x" * 10)
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        with open(f, "ab") as w:
+            w.write(b"y" * grow_by)
+        if outcome == "ok":
+            assert Root._read_fd(fd, st, max_bytes, ("g",)) == b"x" * 10 + b"y" * grow_by
+        else:
+            with pytest.raises(TooLarge):
+                Root._read_fd(fd, st, max_bytes, ("g",))
+            assert os.lseek(fd, 0, os.SEEK_CUR) <= max_bytes + 1
+    finally:
+        os.close(fd)
+
+
+def test_names_that_are_not_utf8_round_trip(root: Root, ws: Path) -> None:
+    os.close(os.open(bytes(ws) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY, 0o644))
+    (name,) = [e.name for e in root.listdir(())]
+    assert name == "caf\udce9.md"  # surrogateescape, as os.listdir gives it
+    assert root.read((name,), max_bytes=10).data == b""
+    root.replace((name,), b"ok", max_bytes=10)
+    assert (ws / name).read_bytes() == b"ok"
