@@ -190,7 +190,6 @@ def test_directory_swapped_for_symlink_never_leaks(
     assert snapshot(outside) == before, "something outside was created or changed"
     assert tally.total >= MIN_OPERATIONS, tally
     assert tally.ok > 0 and tally.refused > 0, f"the race was not live: {tally}"
-    assert swapped > tally.total // 10
 
 
 def test_file_swapped_for_symlink_never_leaks(
