@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
 import logging
 from collections.abc import Sequence
@@ -81,7 +82,8 @@ def explain(exc: BaseException, parts: Components | None = None) -> str:
         case sx.IdentityMismatch():
             return f"{where} was replaced by another file meanwhile; nothing was changed."
         case sx.PermissionDenied():
-            return f"The operating system denied access to {where}."
+            code = errno.errorcode.get(exc.errno or 0, "")
+            return f"The operating system denied access to {where}{f' ({code})' if code else ''}."
         case sx.SandboxError():
             return f"{where} could not be used: {exc}."
     return "Internal error."

@@ -52,9 +52,9 @@ def write(path, data="x"):
 def read(path):
     with open(path) as f:
         return f.read()
-def connect():
-    with socket.create_connection(("10.255.255.1", 80), timeout=5):
-        pass
+def routes():
+    # No packet is ever sent: an empty routing table shows there is nowhere to send one.
+    return len(read("/proc/net/route").splitlines()[1:])
 status = dict(l.split(":", 1) for l in read("/proc/self/status").splitlines())
 out = {
     "uid": os.getuid(),
@@ -63,7 +63,7 @@ out = {
     "interfaces": [name for _, name in socket.if_nameindex()],
     "write_rootfs": attempt(lambda: write("/opt/venv/planted")),
     "write_tmp": attempt(lambda: write("/tmp/planted")),
-    "connect_out": attempt(connect),
+    "routes": routes(),
     "before_outside": attempt(lambda: read("/outside/secret.txt")),
 }
 if sys.argv[1:] == ["landlock"]:
@@ -159,7 +159,7 @@ def test_hardened_container_is_non_root_read_only_without_network(tmp_path: Path
     assert inside["write_rootfs"] == "EROFS"
     assert inside["write_tmp"] == "EROFS"
     assert inside["interfaces"] == ["lo"]
-    assert inside["connect_out"] == "ENETUNREACH"
+    assert inside["routes"] == 0
     assert inside["before_outside"] == "ok"  # readable without Landlock: see the next test
 
 

@@ -28,11 +28,12 @@ def meta(caps: dict[str, Any] | None = None, version: str = MODERN) -> dict[str,
 
 
 class Wire:
-    def __init__(self, workspace: Path, state_dir: Path, *extra: str) -> None:
+    def __init__(
+        self, workspace: Path, state_dir: Path, *extra: str, launcher: list[str] | None = None
+    ) -> None:
+        # launcher: what runs `fsnotes`'s CLI; by default the installed package.
         cmd = [
-            sys.executable,
-            "-m",
-            "fsnotes",
+            *(launcher or [sys.executable, "-m", "fsnotes"]),
             "serve",
             "--workspace",
             str(workspace),
@@ -42,8 +43,18 @@ class Wire:
             "ada",
             *extra,
         ]
+        self._start(cmd)
+
+    @classmethod
+    def spawn(cls, argv: list[str]) -> Wire:
+        """A client for any command that serves MCP on stdio (e.g. `docker run -i ...`)."""
+        wire = cls.__new__(cls)
+        wire._start(argv)
+        return wire
+
+    def _start(self, argv: list[str]) -> None:
         self.proc = subprocess.Popen(
-            cmd,
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
