@@ -21,9 +21,11 @@ from .markdown import NoteMeta, analyse
 Components = tuple[str, ...]
 
 DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt")
-# The largest note we read or write. Notes are prose; 8 MiB is several books. Larger files
+# The largest note we read or write. Notes are prose; 4 MiB is a few books. Larger files
 # are refused without being read, so one huge file cannot stall the server or its memory.
-MAX_NOTE_BYTES = 8 * 1024 * 1024
+# It also keeps a whole-note write (content escaped as JSON) under the protocol's 8 MiB
+# line limit (fsnotes.protocol.limits.MAX_LINE_BYTES) for ordinary text.
+MAX_NOTE_BYTES = 4 * 1024 * 1024
 # Bounds on one walk of a workspace: entries visited and directory depth. A notes vault of
 # 200k entries is far beyond any real one; the bound keeps a hostile tree (or a mounted
 # huge directory) from turning one list call into minutes of I/O.
