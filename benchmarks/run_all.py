@@ -1,0 +1,22 @@
+"""Run every benchmark in turn (`make bench`); each prints its table and writes JSON."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ["bench_sandbox.py", "bench_protocol.py", "bench_notes.py"]
+
+
+def main() -> int:
+    status = 0
+    for script in SCRIPTS:
+        print(f"\n=== {script}", flush=True)
+        status |= subprocess.run([sys.executable, str(HERE / script)], check=False).returncode
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
