@@ -20,12 +20,12 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import cast
 
+import naive  # tests/ is on sys.path (tests/conftest.py)
 import pytest
 
 from sandbox import _linux
 from sandbox.errors import SandboxError
 from sandbox.root import Resolver, Root, openat2_available
-from tests import naive
 
 pytestmark = pytest.mark.race
 
