@@ -67,3 +67,21 @@ def test_unterminated_frontmatter_is_body() -> None:
     text = "---\ntitle: x\nno end\n"
     fm, body, start = split_frontmatter(text)
     assert fm == {} and body == text and start == 1
+
+
+def test_fences_hide_tags_links_and_headings_until_they_close() -> None:
+    text = (
+        "intro #before\n"
+        "~~~python\n# not a title\n#nope [[Nope]]\n```\nstill code #nope2\n~~~\n"
+        "# Real title\nafter #after [[Yes]]\n"
+        "```\nunterminated #never [[Never]]\n"
+    )
+    meta = analyse(text, "stem")
+    assert meta.title == "Real title"
+    assert meta.tags == ["before", "after"]
+    assert [link["target"] for link in meta.links] == ["Yes"]
+
+
+def test_tags_are_not_anchors_entities_or_numbers() -> None:
+    meta = analyse("a [x](#sec) &#123; #2027 #y2027 url http://h/p#frag (#ok) #ok-too/", "s")
+    assert meta.tags == ["y2027", "ok", "ok-too"]
