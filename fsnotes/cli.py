@@ -93,12 +93,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from .config import default_state_dir
         from .security.seal import Keyring
+        from .server import STATE_DIR_MODE
 
         state = Path(
             args.state_dir or os.environ.get("FSNOTES_STATE_DIR") or default_state_dir(os.environ)
         )
-        ring = Keyring.load_or_create(state).rotated()
-        ring.save(state)
+        try:
+            state.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+            ring = Keyring.load_or_create(state).rotated()
+            ring.save(state)
+        except (OSError, ValueError) as exc:
+            print(f"fsnotes: cannot rotate the sealing key in {state}: {exc}", file=sys.stderr)
+            return 2
         print(f"new active sealing key {ring.active}; {len(ring.keys)} key(s) verify")
         return 0
     return 2

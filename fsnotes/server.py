@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any
 import fsnotes as fsnotes_pkg
 import sandbox
 from sandbox.errors import SandboxError
-from sandbox.jail import JailReport, apply_landlock, runtime_read_only_paths
+from sandbox.jail import JailError, JailReport, apply_landlock, runtime_read_only_paths
 from sandbox.root import Root
 
 from . import __version__
@@ -64,11 +65,14 @@ class Server:
 
 def prepare_state_dir(config: Config) -> None:
     path = config.state_dir
-    path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
-    st = path.stat()
-    if st.st_mode & 0o077:
-        # An existing directory with looser permissions is tightened rather than trusted.
-        os.chmod(path, STATE_DIR_MODE)
+    try:
+        path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+        st = path.stat()
+        if st.st_mode & 0o077:
+            # An existing directory with looser permissions is tightened rather than trusted.
+            os.chmod(path, STATE_DIR_MODE)
+    except OSError as exc:
+        raise ConfigError(f"cannot use the state directory {path}: {exc.strerror}") from None
 
 
 def build(config: Config, *, clock: Any = time.time) -> Server:
@@ -92,7 +96,12 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             keyring = Keyring.load_or_create(config.state_dir)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot use the sealing keys in {config.state_dir}: {exc}") from None
-        replay = SQLiteReplayStore(config.state_dir, clock=clock)
+        try:
+            replay = SQLiteReplayStore(config.state_dir, clock=clock)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"cannot open the replay database in {config.state_dir}: {exc}"
+            ) from None
     except BaseException:
         for root in roots:
             root.close()
@@ -146,7 +155,14 @@ def serve(config: Config) -> int:
 
     server = build(config)
     try:
-        jail(server)
+        try:
+            jail(server)
+        except JailError as exc:
+            # Nothing was restricted; refuse to serve rather than run unjailed by surprise.
+            raise ConfigError(
+                f"cannot apply the Landlock jail ({exc}{': ' + exc.detail if exc.detail else ''}); "
+                "fix the cause or pass --no-landlock knowingly"
+            ) from None
         log.info(
             "serving %d workspace(s) for principal %r over stdio",
             len(config.workspaces),
