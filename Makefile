@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest peers bench clean
+.PHONY: demo test lint typecheck pytest peers sysdeps bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
@@ -20,6 +20,10 @@ demo: $(STAMP)
 peers:
 	$(PYTHON) tests/peers/install.py
 
+# bubblewrap for the launcher tests (installed from Debian when root; skipped loudly otherwise)
+sysdeps:
+	.ci/sysdeps.sh
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
@@ -32,7 +36,7 @@ pytest: $(STAMP)
 
 # The whole suite: lint, types, tests (the Docker ones skip here), then the Docker image
 # built and tested with a private daemon (loudly SKIPPED where Docker cannot run at all).
-test: $(STAMP) peers lint typecheck pytest docker-test
+test: $(STAMP) peers sysdeps lint typecheck pytest docker-test
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
