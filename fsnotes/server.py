@@ -108,7 +108,8 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         raise
 
     service = NotesService(grants=grants, principal=config.principal, stores=stores)
-    deletes = DeleteFlow(service, Sealer(keyring), replay, clock)
+    sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
+    deletes = DeleteFlow(service, sealer, replay, clock)
 
     async def on_roots(roots_list: list[dict[str, Any]]) -> None:
         service.set_root_hints(roots_list)

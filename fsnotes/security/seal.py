@@ -25,7 +25,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,14 +82,8 @@ class Keyring:
         except FileNotFoundError:
             pass
         kid = _b64e(secrets.token_bytes(KEY_ID_BYTES))
-        ring = cls(active=kid, keys={kid: secrets.token_bytes(KEY_BYTES)})
-        tmp = state_dir / f".{KEYRING_NAME}.{secrets.token_hex(8)}.tmp"
-        fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600)
+        tmp = cls(active=kid, keys={kid: secrets.token_bytes(KEY_BYTES)})._write_temp(state_dir)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(ring._dump())
-                f.flush()
-                os.fsync(f.fileno())
             # link() refuses to replace: if another process created the keyring meanwhile,
             # its keys win and ours are discarded, so all processes agree on one keyring.
             with contextlib.suppress(FileExistsError):
@@ -97,6 +91,20 @@ class Keyring:
         finally:
             os.unlink(tmp)
         return cls._read(path)
+
+    def _write_temp(self, state_dir: Path) -> Path:
+        """This keyring in a new 0600 temp file beside the real one, synced to disk."""
+        tmp = state_dir / f".{KEYRING_NAME}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self._dump())
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return tmp
 
     @classmethod
     def _read(cls, path: Path) -> Keyring:
@@ -135,25 +143,25 @@ class Keyring:
 
     def save(self, state_dir: Path) -> None:
         """Atomically replace the keyring file (used by key rotation)."""
-        path = state_dir / KEYRING_NAME
-        tmp = state_dir / f".{KEYRING_NAME}.{secrets.token_hex(8)}.tmp"
-        fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600)
+        tmp = self._write_temp(state_dir)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self._dump())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            os.replace(tmp, state_dir / KEYRING_NAME)
         except BaseException:
             os.unlink(tmp)
             raise
 
 
 class Sealer:
-    """Seals and opens request state with a keyring."""
+    """Seals and opens request state with a keyring.
 
-    def __init__(self, keyring: Keyring) -> None:
+    ``reload`` (optional) re-reads the keyring: when a state names a key id this process
+    does not hold (another process sharing the state directory rotated the key after this
+    one started), the keyring is reloaded once and the new active key seals from then on.
+    """
+
+    def __init__(self, keyring: Keyring, reload: Callable[[], Keyring] | None = None) -> None:
         self._ring = keyring
+        self._reload = reload
 
     def seal(self, payload: Mapping[str, Any]) -> str:
         kid = self._ring.active
@@ -174,6 +182,11 @@ class Sealer:
             raise StateInvalid("unknown format")
         _, kid, body, mac_text = parts
         key = self._ring.keys.get(kid)
+        if key is None and self._reload is not None:
+            # On a read error keep the keyring we have: the state is simply not verifiable.
+            with contextlib.suppress(OSError, ValueError):
+                self._ring = self._reload()
+            key = self._ring.keys.get(kid)
         if key is None:
             raise StateUnknownKey("sealed by an unknown key")
         mac = _b64d(mac_text)

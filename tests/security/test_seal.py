@@ -97,3 +97,17 @@ def test_processes_sharing_a_state_dir_verify_each_other(tmp_path: Path) -> None
 def test_argument_digest_is_canonical() -> None:
     assert digest_arguments({"a": 1, "b": "x"}) == digest_arguments({"b": "x", "a": 1})
     assert digest_arguments({"title": "a"}) != digest_arguments({"title": "b"})
+
+
+def test_a_key_rotated_by_another_process_is_picked_up(tmp_path: Path) -> None:
+    running = Sealer(
+        Keyring.load_or_create(tmp_path), reload=lambda: Keyring.load_or_create(tmp_path)
+    )
+    # another process rotates the key and seals with the new one
+    rotated = Keyring.load_or_create(tmp_path).rotated()
+    rotated.save(tmp_path)
+    state = Sealer(rotated).seal({"exp": 10**12, "x": 2})
+    assert running.open(state, now=0)["x"] == 2
+    # without reload the same state is an unknown key
+    with pytest.raises(StateUnknownKey):
+        Sealer(Keyring(active="k", keys={"k": b"k" * 32})).open(state, now=0)
