@@ -14,12 +14,6 @@ NOTES = {
 }
 
 
-@pytest.fixture(params=["openat2", "walk"])
-def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("FSNOTES_RESOLVER", request.param)
-    return str(request.param)
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "notes"

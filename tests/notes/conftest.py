@@ -24,12 +24,6 @@ VAULT = {
 }
 
 
-@pytest.fixture(params=["openat2", "walk"])
-def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("FSNOTES_RESOLVER", request.param)
-    return str(request.param)
-
-
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
     root = tmp_path / "notes"
