@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sandbox.errors import LimitExceeded
+from sandbox import uri as lexical
+from sandbox.errors import LimitExceeded, SandboxError
 from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
 
 from .markdown import NoteMeta, analyse
@@ -74,6 +75,16 @@ def _decode(data: bytes, parts: Components) -> str:
         raise NoteError(f"'{display(parts)}' is not UTF-8 text, so it is not a note.") from None
 
 
+def _addressable(parts: Components) -> bool:
+    """Whether a client can name ``parts``: a disk may hold names layer 1 refuses (a
+    backslash, a control character, bytes that are not UTF-8, a path over the limits).
+    Such a file is not a note; listing it would fail when its URI is built."""
+    try:
+        return lexical.parse_relative(display(parts)) == parts
+    except SandboxError:
+        return False
+
+
 def stem_of(name: str) -> str:
     dot = name.rfind(".")
     return name[:dot] if dot > 0 else name
@@ -123,6 +134,8 @@ class NoteStore:
                 if any(p.startswith(".") for p in rel):
                     continue
                 if info.kind == "file" and self.is_note_name(rel[-1]):
+                    if not _addressable(folder + rel):
+                        continue  # no URI or path can name it (see _addressable)
                     yield folder + rel, info
         except LimitExceeded:
             raise NoteError(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fsnotes.notes.resources import NotesResources
 from fsnotes.notes.service import ServiceError
 from fsnotes.notes.store import etag_of
 from fsnotes.security.grants import NotGranted
@@ -40,6 +41,35 @@ def test_list_skips_hidden_non_notes_and_paginates(server: Server, vault: Path) 
     ]
     with pytest.raises(ServiceError, match="cursor"):
         svc.notes_list(None, None, None, "not-a-cursor", None)
+
+
+def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault: Path) -> None:
+    # Names no URI or relative path can express (a backslash, a control character, bytes
+    # that are not UTF-8) can still exist on disk; one of them must not break listing,
+    # searching or resource listing for the whole workspace.
+    (vault / "back\\slash.md").write_text("# plan b\n")
+    (vault / "tab\tname.md").write_text("# plan t\n")
+    os.mkdir(os.fsencode(vault / "dir") + b"\xff")
+    with open(os.fsencode(vault) + b"/dir\xff/latin1-\xe9.md", "w") as f:
+        f.write("# plan l\n")
+    svc = server.service
+    listed = [n["path"] for n in svc.notes_list(None, None, None, None, None)["notes"]]
+    assert listed == [
+        "inbox.md",
+        "journal/2026-11-28.md",
+        "projects/budget.md",
+        "projects/plan.md",
+        "readme.txt",
+    ]
+    found = {r["path"] for r in svc.notes_search(None, "plan", None, None, None)["results"]}
+    assert found == {
+        "projects/plan.md",
+        "projects/budget.md",
+        "readme.txt",
+        "journal/2026-11-28.md",
+    }
+    resources, _cursor = NotesResources(svc)._list(None)
+    assert [r["name"] for r in resources] == listed
 
 
 def test_read_full_and_range(server: Server, vault: Path) -> None:
