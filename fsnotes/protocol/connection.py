@@ -389,8 +389,9 @@ class ServerConnection:
                 ]
             assert reply_id is not None
             return self._on_request(reply_id, method, message.get("params"))
-        if has_id and ("result" in message or "error" in message):
-            return self._on_response(raw_id, message)
+        if "result" in message or "error" in message:
+            # A response; an error response may omit the id. Responses are never answered.
+            return self._on_response(raw_id, message) if has_id else []
         return [Send(error_message(reply_id, INVALID_REQUEST, 'Invalid request: no "method"'))]
 
     # --- notifications and responses --------------------------------------------------------

@@ -319,3 +319,12 @@ def test_oversized_line_error_has_no_id() -> None:
 def test_send_actions_only_for_sync_methods() -> None:
     c = initialized()
     assert all(isinstance(a, Send) for a in c.receive_message(request(1, "tools/list")))
+
+
+def test_response_without_id_is_never_answered() -> None:
+    # JSONRPCErrorResponse has an optional id (omitted when the peer could not read ours); a
+    # response is never answered, or two peers could bounce errors at each other forever.
+    c = initialized()
+    error = {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}
+    assert c.receive_message(error) == []
+    assert c.receive_message({"jsonrpc": "2.0", "result": {}}) == []
