@@ -8,6 +8,7 @@ up to and including its newline.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,13 +65,29 @@ class LineSplitter:
         return [line] if line.strip() else []
 
 
+def _finite(value: Any) -> Any:
+    # NaN and +-Infinity are not JSON: null, as JSON.stringify writes them.
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def encode_message(message: dict[str, Any]) -> bytes:
     """One compact JSON line, UTF-8, newline-terminated (JSON escapes any newline in strings).
 
     Strings holding lone surrogates (a client may send ``"\\ud800"``) cannot be UTF-8 encoded,
-    so such a message falls back to ASCII-escaped JSON, which is still valid.
+    so such a message falls back to ASCII-escaped JSON, which is still valid. Non-finite
+    numbers (a handler's inf or NaN) are written as null, never as the non-JSON ``Infinity``.
     """
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        message = _finite(message)
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     try:
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:

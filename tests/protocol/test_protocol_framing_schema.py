@@ -83,3 +83,16 @@ def test_model_without_fields_gets_the_spec_no_argument_schema() -> None:
 def test_recursive_model_is_rejected_when_building() -> None:
     with pytest.raises(SchemaError, match="recursive"):
         model_schema(Node)
+
+
+def test_non_finite_numbers_never_reach_the_wire_as_non_json() -> None:
+    # Python's json writes NaN/Infinity, which are not JSON; a note's frontmatter can parse to
+    # inf (a 400-digit decimal). Like JSON.stringify, non-finite numbers become null.
+    def strict(data: bytes) -> object:
+        return json.loads(data, parse_constant=lambda c: pytest.fail(f"{c} on the wire"))
+
+    data = encode_message({"a": float("inf"), "b": [float("nan"), 1.5], "c": {"d": -float("inf")}})
+    assert data.count(b"\n") == 1
+    assert strict(data) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+    surrogate = encode_message({"s": "\ud800", "x": float("nan")})
+    assert strict(surrogate) == {"s": "\ud800", "x": None}
