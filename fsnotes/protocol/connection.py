@@ -339,6 +339,15 @@ class ServerConnection:
     def receive_message(self, message: Any) -> list[Action]:
         """Handle one parsed JSON value."""
         if isinstance(message, list):
+            if message and self._legacy is not None and self._legacy.version == "2025-03-26":
+                # 2025-03-26 only: servers MUST support receiving batches. Each member is
+                # handled (and answered) as if it had come on its own line.
+                actions: list[Action] = []
+                for item in message:
+                    if isinstance(item, list):
+                        item = None  # no nested batches: answered as "not a JSON object"
+                    actions += self.receive_message(item)
+                return actions
             # JSON-RPC batches were removed in 2025-06-18; the id cannot be chosen, so omit it.
             return [
                 Send(

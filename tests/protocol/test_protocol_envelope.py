@@ -328,3 +328,28 @@ def test_response_without_id_is_never_answered() -> None:
     error = {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}
     assert c.receive_message(error) == []
     assert c.receive_message({"jsonrpc": "2.0", "result": {}}) == []
+
+
+def test_2025_03_26_batches_are_received_member_by_member() -> None:
+    # 2025-03-26 basic/index: implementations MUST support receiving JSON-RPC batches (removed
+    # in 2025-06-18). Once that version is negotiated, each member is handled on its own.
+    c = initialized("2025-03-26")
+    out = sends(
+        c.receive_message(
+            [
+                request(1, "tools/list"),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                request(2, "ping"),
+                [request(3, "ping")],
+            ]
+        )
+    )
+    assert [m.get("id") for m in out] == [1, 2, None]
+    assert "tools" in out[0]["result"] and out[1]["result"] == {}
+    assert out[2]["error"]["code"] == -32600
+    assert one(c.receive_message([]))["error"]["code"] == -32600
+    # Other versions have no batching.
+    assert (
+        one(initialized("2025-06-18").receive_message([request(1, "ping")]))["error"]["code"]
+        == -32600
+    )
