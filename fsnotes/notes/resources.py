@@ -51,7 +51,7 @@ class NotesResources:
             ws = workspaces[index]
             store = self.service.stores[ws.name]
             try:
-                notes = list(store.iter_notes(()))
+                notes = list(store.iter_notes((), base=ws.components))
             except (sx.SandboxError, NoteError):
                 continue  # one unreadable workspace must not hide the others
             for parts, info in notes:

@@ -126,6 +126,7 @@ class NotesService:
     def relative(self, ws: Workspace, path: str, *, allow_empty: bool = False) -> Located:
         try:
             parts = lexical.parse_relative(path, allow_empty=allow_empty)
+            lexical.to_file_uri(ws.components + parts)  # the result's URI must be valid too
         except sx.SandboxError as exc:
             raise ServiceError(explain(exc)) from None
         return Located(ws, self.stores[ws.name], parts)
@@ -317,7 +318,7 @@ class NotesService:
 
     def iter_located(self, loc: Located) -> list[tuple[Components, Any]]:
         try:
-            return list(loc.store.iter_notes(loc.parts))
+            return list(loc.store.iter_notes(loc.parts, base=loc.workspace.components))
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts or None)) from None
 

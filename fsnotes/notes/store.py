@@ -75,11 +75,13 @@ def _decode(data: bytes, parts: Components) -> str:
         raise NoteError(f"'{display(parts)}' is not UTF-8 text, so it is not a note.") from None
 
 
-def _addressable(parts: Components) -> bool:
-    """Whether a client can name ``parts``: a disk may hold names layer 1 refuses (a
-    backslash, a control character, bytes that are not UTF-8, a path over the limits).
-    Such a file is not a note; listing it would fail when its URI is built."""
+def _addressable(parts: Components, base: Components) -> bool:
+    """Whether a client can name ``parts`` in the workspace at ``base``: a disk may hold
+    names layer 1 refuses (a backslash, a control character, bytes that are not UTF-8, a
+    path over the limits, its URI's included). Such a file is not a note; listing it would
+    fail when its URI is built."""
     try:
+        lexical.to_file_uri(base + parts)
         return lexical.parse_relative(display(parts)) == parts
     except SandboxError:
         return False
@@ -124,8 +126,11 @@ class NoteStore:
 
     # --- reading -----------------------------------------------------------------------
 
-    def iter_notes(self, folder: Components = ()) -> Iterator[tuple[Components, FileInfo]]:
-        """Every note below ``folder``, in path order; hidden names and symlinks skipped."""
+    def iter_notes(
+        self, folder: Components = (), *, base: Components = ()
+    ) -> Iterator[tuple[Components, FileInfo]]:
+        """Every note below ``folder``, in path order; hidden names, symlinks and names no
+        URI below ``base`` (the workspace's own components) can express are skipped."""
         self.check_folder(folder)
         try:
             for rel, info in self.root.walk(
@@ -134,7 +139,7 @@ class NoteStore:
                 if any(p.startswith(".") for p in rel):
                     continue
                 if info.kind == "file" and self.is_note_name(rel[-1]):
-                    if not _addressable(folder + rel):
+                    if not _addressable(folder + rel, base):
                         continue  # no URI or path can name it (see _addressable)
                     yield folder + rel, info
         except LimitExceeded:

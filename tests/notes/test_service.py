@@ -72,6 +72,53 @@ def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault
     assert [r["name"] for r in resources] == listed
 
 
+def _long_note_path(vault: Path) -> list[str]:
+    """Names whose relative path fits the limits but whose URI (with the workspace's own
+    path in front) would be longer than layer 1 accepts."""
+    left = 4095 - len(os.fsencode(vault)) + 10
+    names = []
+    while left > 210:
+        names.append("a" * 200)
+        left -= 201
+    names.append("n" * (left - 3) + ".md")
+    return names
+
+
+def test_create_refuses_a_path_whose_uri_would_be_too_long(server: Server, vault: Path) -> None:
+    names = _long_note_path(vault)
+    with pytest.raises(ServiceError, match="path is"):
+        server.service.notes_create(None, "/".join(names), "# long\n")
+    assert not (vault / names[0]).exists()
+
+
+def test_a_note_too_deep_for_a_uri_does_not_break_listing(server: Server, vault: Path) -> None:
+    # Made by someone else on disk (an absolute path this long is over PATH_MAX, so the
+    # directories are made one at a time below descriptors).
+    names = _long_note_path(vault)
+    fd = os.open(vault, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for name in names[:-1]:
+            os.mkdir(name, dir_fd=fd)
+            sub = os.open(name, os.O_PATH | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        os.close(os.open(names[-1], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    svc = server.service
+    listed = [n["path"] for n in svc.notes_list(None, None, None, None, None)["notes"]]
+    assert listed == [
+        "inbox.md",
+        "journal/2026-11-28.md",
+        "projects/budget.md",
+        "projects/plan.md",
+        "readme.txt",
+    ]
+    assert svc.notes_search(None, "plan", None, None, None)["total"] == 4
+    resources, _cursor = NotesResources(svc)._list(None)
+    assert [r["name"] for r in resources] == listed
+
+
 def test_read_full_and_range(server: Server, vault: Path) -> None:
     out = server.service.notes_read(uri(vault, "projects/plan.md"), None, None)
     assert out["title"] == "Project plan"
