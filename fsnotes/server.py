@@ -137,7 +137,9 @@ def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport |
     # the runtime prefix, and modules imported lazily later must still load.
     own = [os.path.dirname(os.path.abspath(m.__file__ or "")) for m in (sandbox, fsnotes_pkg)]
     report = apply_landlock(
-        writable=[spec.path for spec in server.config.workspaces],
+        # The descriptors the Roots resolve from, not the configured paths re-opened by name:
+        # the rules then cover exactly the directories layer 2 works in.
+        writable=[root.fileno() for root in server.roots],
         state_dirs=[str(server.config.state_dir)],
         read_only=[*runtime_read_only_paths(), *own, *extra_read_only],
     )

@@ -432,6 +432,18 @@ class Root:
         """(st_dev, st_ino) of the workspace directory, taken when it was opened."""
         return FileIdentity(self._dev, self._ino)
 
+    def fileno(self) -> int:
+        """The workspace's ``O_PATH`` directory descriptor, still owned by this Root.
+
+        For building OS-level rules on the very directory this Root resolves from (e.g.
+        Landlock rules), instead of re-opening the configured path by name. Do not close it
+        or resolve paths from it directly: every file operation goes through the methods.
+        """
+        with self._lock:
+            if self._closed:
+                raise ValueError("operation on a closed Root")
+            return self._fd
+
     def close(self) -> None:
         """Release the directory descriptor (after operations in flight finish). Idempotent."""
         with self._lock:

@@ -774,3 +774,15 @@ def test_names_that_are_not_utf8_round_trip(root: Root, ws: Path) -> None:
     assert root.read((name,), max_bytes=10).data == b""
     root.replace((name,), b"ok", max_bytes=10)
     assert (ws / name).read_bytes() == b"ok"
+
+
+def test_fileno_is_the_workspace_directory_and_stays_owned(
+    tmp_path: Path, resolver: Resolver
+) -> None:
+    root = Root.open(tmp_path, resolver=resolver)
+    fd = root.fileno()
+    st = os.fstat(fd)
+    assert (st.st_dev, st.st_ino) == (root.identity.dev, root.identity.ino)
+    root.close()
+    with pytest.raises(ValueError):
+        root.fileno()
