@@ -14,7 +14,7 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 
 from ..protocol.registry import InputRequired, InvalidParams, RequestContext, ResourceNotFound
-from ..security.grants import Access, NotGranted
+from ..security.grants import Access, NotGranted, Workspace
 from .service import NotesService, ServiceError
 from .store import NoteError, display, iso_time
 
@@ -116,16 +116,16 @@ class NotesResources:
             raise InvalidParams("argument.value must be a string")
         for ws in self._readable():
             if template == ws.uri.rstrip("/") + "/{+" + TEMPLATE_ARGUMENT + "}":
-                return await anyio.to_thread.run_sync(self._complete, ws.name, value)
+                return await anyio.to_thread.run_sync(self._complete, ws, value)
         raise InvalidParams("Unknown resource template; use one from resources/templates/list.")
 
-    def _complete(self, ws_name: str, prefix: str) -> tuple[list[str], int | None, bool]:
-        store = self.service.stores[ws_name]
+    def _complete(self, ws: Workspace, prefix: str) -> tuple[list[str], int | None, bool]:
+        store = self.service.stores[ws.name]
         folded = prefix.casefold()
         try:
             matches = [
                 display(parts)
-                for parts, _ in store.iter_notes(())
+                for parts, _ in store.iter_notes((), base=ws.components)
                 if display(parts).casefold().startswith(folded)
             ]
         except (sx.SandboxError, NoteError):
