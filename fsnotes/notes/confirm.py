@@ -88,9 +88,9 @@ class DeleteFlow:
 
     # --- first round ---------------------------------------------------------------------
 
-    def ask(self, args: Mapping[str, Any]) -> InputRequired | Outcome:
+    def ask(self, args: Mapping[str, Any], *, hinted: bool = False) -> InputRequired | Outcome:
         try:
-            ws, notes = self._candidates(args)
+            ws, notes = self._candidates(args, hinted)
         except (NotGranted, ServiceError) as exc:
             return Outcome(error=str(exc))
         candidates = [
@@ -115,12 +115,12 @@ class DeleteFlow:
             state=self.sealer.seal(payload),
         )
 
-    def _candidates(self, args: Mapping[str, Any]) -> tuple[Workspace, list[Note]]:
+    def _candidates(self, args: Mapping[str, Any], hinted: bool) -> tuple[Workspace, list[Note]]:
         svc = self.service
         if args.get("uri") is not None:
             loc = svc.locate(str(args["uri"]), Access.DELETE)
             return loc.workspace, [svc.read_located(loc)]
-        ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
+        ws = svc.workspace(args.get("workspaceUri"), Access.DELETE, hinted=hinted)
         wanted = str(args["title"]).casefold()
         root = svc.relative(ws, "", allow_empty=True)
         notes = []
@@ -190,12 +190,14 @@ class DeleteFlow:
         args: Mapping[str, Any],
         state: str,
         responses: Mapping[str, Any] | None,
+        *,
+        hinted: bool = False,
     ) -> InputRequired | Outcome:
         try:
             sealed = self.sealer.open(state, now=self.clock())
         except (StateExpired, StateUnknownKey):
             # Too old, or sealed before a key rotation/by another deployment: ask again.
-            return self.ask(args)
+            return self.ask(args, hinted=hinted)
         except StateInvalid:
             return Outcome(
                 error="The confirmation state is not one this server issued unaltered; nothing "
@@ -227,7 +229,7 @@ class DeleteFlow:
 
         answer = (responses or {}).get(CONFIRM_KEY)
         if answer is None:
-            return self.ask(args)  # no answer is never consent: ask the person again
+            return self.ask(args, hinted=hinted)  # no answer is never consent: ask again
         if not isinstance(answer, Mapping) or answer.get("action") not in (
             "accept",
             "decline",
@@ -280,7 +282,7 @@ class DeleteFlow:
                     "The person did not tick the confirmation box; nothing was deleted.",
                 )
             )
-        return self._execute(args, candidates[note_id], ws_name, nonce, expires)
+        return self._execute(args, candidates[note_id], ws_name, nonce, expires, hinted)
 
     def _execute(
         self,
@@ -289,6 +291,7 @@ class DeleteFlow:
         ws_name: str,
         nonce: str,
         expires: float,
+        hinted: bool,
     ) -> Outcome:
         svc = self.service
         try:
@@ -298,7 +301,7 @@ class DeleteFlow:
                 loc = svc.locate(str(args["uri"]), Access.DELETE)
                 ws = loc.workspace
             else:
-                ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
+                ws = svc.workspace(args.get("workspaceUri"), Access.DELETE, hinted=hinted)
             if ws.name != ws_name:
                 return Outcome(
                     error="The workspace is no longer the one you confirmed; nothing was deleted."

@@ -109,9 +109,18 @@ class NotesService:
 
     # --- scope ---------------------------------------------------------------------------
 
-    def workspace(self, workspace_uri: str | None, needed: Access) -> Workspace:
+    def workspace(
+        self, workspace_uri: str | None, needed: Access, *, hinted: bool = False
+    ) -> Workspace:
+        """The workspace a call names, or its default when it names none.
+
+        ``hinted``: the call comes from a legacy (2025-11-25) session, whose client roots may
+        pick the default. Modern requests are stateless and never inherit roots that an
+        earlier ``initialize`` on the same process delivered.
+        """
         if workspace_uri is None:
-            return self.grants.default_for(self.principal, needed, self.root_hints)
+            hints = self.root_hints if hinted else []
+            return self.grants.default_for(self.principal, needed, hints)
         return self.grants.authorize_workspace_uri(self.principal, workspace_uri, needed)
 
     def locate(self, uri: str, needed: Access) -> Located:
@@ -165,8 +174,10 @@ class NotesService:
         tag: str | None,
         cursor: str | None,
         limit: int | None,
+        *,
+        hinted: bool = False,
     ) -> dict[str, Any]:
-        ws = self.workspace(workspace_uri, Access.READ)
+        ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
         loc = self.relative(ws, folder or "", allow_empty=True)
         after = decode_cursor(cursor) if cursor is not None else None
         limit = min(limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
@@ -225,8 +236,10 @@ class NotesService:
         folder: str | None,
         tag: str | None,
         limit: int | None,
+        *,
+        hinted: bool = False,
     ) -> dict[str, Any]:
-        ws = self.workspace(workspace_uri, Access.READ)
+        ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
         loc = self.relative(ws, folder or "", allow_empty=True)
         terms = [t for t in query.casefold().split() if t]
         if not terms:
@@ -260,8 +273,10 @@ class NotesService:
         ]
         return {"results": results, "total": len(hits), "scanned": scanned}
 
-    def notes_create(self, workspace_uri: str | None, path: str, content: str) -> dict[str, Any]:
-        ws = self.workspace(workspace_uri, Access.WRITE)
+    def notes_create(
+        self, workspace_uri: str | None, path: str, content: str, *, hinted: bool = False
+    ) -> dict[str, Any]:
+        ws = self.workspace(workspace_uri, Access.WRITE, hinted=hinted)
         loc = self.relative(ws, path)
         try:
             etag, info = loc.store.create(loc.parts, content)

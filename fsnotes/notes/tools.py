@@ -243,6 +243,11 @@ async def _run(fn: Callable[[], dict[str, Any]], model: type[BaseModel]) -> Tool
     return ToolResult(structured=model.model_validate(body))
 
 
+def _hinted(ctx: RequestContext) -> bool:
+    """Client roots may choose the default workspace only within a legacy session."""
+    return ctx.era == "legacy"
+
+
 def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
     """The notes tools over one service (one principal's view of its workspaces)."""
 
@@ -252,7 +257,9 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
     async def notes_list(ctx: RequestContext, args: BaseModel) -> ToolResult:
         a = NotesListArgs.model_validate(args)
         return await _run(
-            lambda: service.notes_list(a.workspaceUri, a.folder, a.tag, a.cursor, a.limit),
+            lambda: service.notes_list(
+                a.workspaceUri, a.folder, a.tag, a.cursor, a.limit, hinted=_hinted(ctx)
+            ),
             NotesListResult,
         )
 
@@ -265,14 +272,17 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
     async def notes_search(ctx: RequestContext, args: BaseModel) -> ToolResult:
         a = NotesSearchArgs.model_validate(args)
         return await _run(
-            lambda: service.notes_search(a.workspaceUri, a.query, a.folder, a.tag, a.limit),
+            lambda: service.notes_search(
+                a.workspaceUri, a.query, a.folder, a.tag, a.limit, hinted=_hinted(ctx)
+            ),
             NotesSearchResult,
         )
 
     async def notes_create(ctx: RequestContext, args: BaseModel) -> ToolResult:
         a = NotesCreateArgs.model_validate(args)
         return await _run(
-            lambda: service.notes_create(a.workspaceUri, a.path, a.content), WriteResult
+            lambda: service.notes_create(a.workspaceUri, a.path, a.content, hinted=_hinted(ctx)),
+            WriteResult,
         )
 
     async def notes_update(ctx: RequestContext, args: BaseModel) -> ToolResult:
@@ -301,8 +311,8 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
 
         def step() -> InputRequired | Outcome:
             if state is None:
-                return deletes.ask(bound)
-            return deletes.resume(bound, state, ctx.input_responses)
+                return deletes.ask(bound, hinted=_hinted(ctx))
+            return deletes.resume(bound, state, ctx.input_responses, hinted=_hinted(ctx))
 
         outcome = await anyio.to_thread.run_sync(step)
         if isinstance(outcome, InputRequired):
