@@ -640,7 +640,15 @@ class ServerConnection:
                 if self._in_flight.get(key) is request:
                     del self._in_flight[key]
                     request.active = False
-                    await peer.send(message)
+                    try:
+                        await peer.send(message)
+                    except (TypeError, ValueError):
+                        # A result JSON cannot carry (a handler bug): encoding fails before
+                        # anything is written, so the client still gets exactly one answer.
+                        _log.exception(
+                            "result of %s (request %r) is not JSON", request.method, request.id
+                        )
+                        await peer.send(error_message(request.id, INTERNAL_ERROR, "Internal error"))
             finally:
                 if self._in_flight.get(key) is request:
                     del self._in_flight[key]

@@ -543,3 +543,28 @@ def test_context_capability_checks_follow_the_elicitation_mode_rules() -> None:
     assert not ctx({}).supports_elicitation("form")
     assert not ctx({"elicitation": True}).supports_elicitation("form")
     assert ctx({"roots": {}}).supports_roots() and not ctx({}).supports_roots()
+
+
+@pytest.mark.anyio
+async def test_a_result_that_cannot_be_encoded_still_gets_an_answer() -> None:
+    # A handler bug (a value JSON cannot carry) must not leave the client waiting forever.
+    from pydantic import BaseModel
+
+    from fsnotes.protocol import App, Tool, ToolAnnotations
+
+    class NoArgs(BaseModel):
+        pass
+
+    async def broken(ctx: RequestContext, args: Any) -> ToolResult:
+        return ToolResult(structured={"members": {1, 2}}, text="looks fine")
+
+    app = App(
+        name="t",
+        version="1",
+        title=None,
+        instructions=None,
+        tools=[Tool("broken", "Broken", "d", NoArgs, None, ToolAnnotations(), broken)],
+    )
+    async with running(ServerConnection(app)) as h:
+        resp = await h.call(modern_call(1, "broken"))
+        assert resp["error"]["code"] == -32603
