@@ -9,6 +9,7 @@ and notes need only this subset.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,9 @@ def _scalar(text: str) -> Any:
     if re.fullmatch(r"[-+]?\d{1,18}", text):
         return int(text)
     if re.fullmatch(r"[-+]?\d+\.\d+", text):
-        return float(text)
+        number = float(text)
+        # A decimal too large for a double would become inf, which JSON cannot carry.
+        return number if math.isfinite(number) else text
     return text
 
 

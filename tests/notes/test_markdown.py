@@ -85,3 +85,8 @@ def test_fences_hide_tags_links_and_headings_until_they_close() -> None:
 def test_tags_are_not_anchors_entities_or_numbers() -> None:
     meta = analyse("a [x](#sec) &#123; #2027 #y2027 url http://h/p#frag (#ok) #ok-too/", "s")
     assert meta.tags == ["y2027", "ok", "ok-too"]
+
+
+def test_huge_decimals_stay_text_not_infinity() -> None:
+    fm, _, _ = split_frontmatter("---\nx: " + "9" * 400 + ".5\ny: 2.5\n---\n")
+    assert fm == {"x": "9" * 400 + ".5", "y": 2.5}
