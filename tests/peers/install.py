@@ -1,8 +1,12 @@
 """Install the node test peers from package-lock.json (called by `make peers`).
 
-Runs `npm ci` when npm exists and the lockfile changed since the last install (a stamp file
-inside node_modules records the lockfile's hash). Without npm it prints a loud reason and exits
-0: the TypeScript interop tests then skip with the same reason.
+Runs `npm install --no-save` from the lockfile when npm exists and the lockfile changed since
+the last install (a stamp file inside node_modules records the lockfile's hash). Not `npm ci`:
+vite (a dependency of the Inspector) names an optional Windows-only package that the registry
+does not serve, so npm leaves it out of the lockfile and `npm ci` then refuses the lockfile as
+out of sync. `--no-save` installs exactly the locked versions and never rewrites the lockfile;
+`--ignore-scripts` because test peers need no install scripts. Without npm it prints a loud
+reason and exits 0: the node interop tests then skip with the same reason.
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ def main() -> int:
     if STAMP.exists() and STAMP.read_text().strip() == digest:
         print("node test peers up to date")
         return 0
-    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=HERE, check=True)
+    subprocess.run(
+        [npm, "install", "--no-save", "--no-audit", "--no-fund", "--ignore-scripts"],
+        cwd=HERE,
+        check=True,
+    )
     STAMP.write_text(digest + "\n")
     print("node test peers installed")
     return 0
