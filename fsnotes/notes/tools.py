@@ -243,6 +243,10 @@ async def _run(fn: Callable[[], dict[str, Any]], model: type[BaseModel]) -> Tool
     return ToolResult(structured=model.model_validate(body))
 
 
+def _read_only(title: str) -> ToolAnnotations:
+    return ToolAnnotations(title=title, read_only=True, destructive=False, idempotent=True)
+
+
 def _hinted(ctx: RequestContext) -> bool:
     """Client roots may choose the default workspace only within a legacy session."""
     return ctx.era == "legacy"
@@ -329,9 +333,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
             "access (read, write or delete).",
             input_model=WorkspacesListArgs,
             output_model=WorkspacesListResult,
-            annotations=ToolAnnotations(
-                title="List workspaces", read_only=True, destructive=False, idempotent=True
-            ),
+            annotations=_read_only("List workspaces"),
             handler=workspaces_list,
         ),
         Tool(
@@ -341,9 +343,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
             "with uri, title, size, modified time and tags. Paginated with cursor.",
             input_model=NotesListArgs,
             output_model=NotesListResult,
-            annotations=ToolAnnotations(
-                title="List notes", read_only=True, destructive=False, idempotent=True
-            ),
+            annotations=_read_only("List notes"),
             handler=notes_list,
         ),
         Tool(
@@ -353,9 +353,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
             "and links. Keep the etag to guard a later update or move.",
             input_model=NotesReadArgs,
             output_model=NotesReadResult,
-            annotations=ToolAnnotations(
-                title="Read a note", read_only=True, destructive=False, idempotent=True
-            ),
+            annotations=_read_only("Read a note"),
             handler=notes_read,
         ),
         Tool(
@@ -365,9 +363,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
             "with line snippets.",
             input_model=NotesSearchArgs,
             output_model=NotesSearchResult,
-            annotations=ToolAnnotations(
-                title="Search notes", read_only=True, destructive=False, idempotent=True
-            ),
+            annotations=_read_only("Search notes"),
             handler=notes_search,
         ),
         Tool(
