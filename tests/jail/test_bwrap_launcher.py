@@ -95,10 +95,11 @@ def launch(
     python: str = sys.executable,
     env: dict[str, str] | None = None,
     prefix: list[str] | None = None,
+    launcher: Path = LAUNCHER,
 ) -> dict[str, Any]:
     cmd = [
         *(prefix or []),
-        str(LAUNCHER),
+        str(launcher),
         "--workspace",
         str(workspace),
         "--state-dir",
@@ -186,6 +187,11 @@ def test_works_for_an_unprivileged_user(listener: int) -> None:
         workspace, state, outside = layout(base)
         for p in (workspace, state, outside, outside / "secret.txt"):
             os.chown(p, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+        # The checkout may sit in a directory only root can enter (CI clones into a
+        # mktemp dir, mode 0700): the unprivileged user runs a copy of the launcher.
+        launcher = base / LAUNCHER.name
+        shutil.copy2(LAUNCHER, launcher)
+        launcher.chmod(0o755)
         prefix = ["setpriv", f"--reuid={UNPRIVILEGED_UID}", f"--regid={UNPRIVILEGED_UID}"]
         inside = launch(
             workspace,
@@ -194,6 +200,7 @@ def test_works_for_an_unprivileged_user(listener: int) -> None:
             listener,
             python=SYSTEM_PYTHON,
             prefix=[*prefix, "--clear-groups"],
+            launcher=launcher,
         )
         assert inside["uid"] == UNPRIVILEGED_UID
         assert inside["etc_passwd"] == "ENOENT"
