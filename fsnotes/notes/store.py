@@ -87,6 +87,11 @@ def _addressable(parts: Components, base: Components) -> bool:
         return False
 
 
+def _first_hidden(parts: Components) -> str | None:
+    """The first hidden ('.'-prefixed) name in ``parts``: notes never live under one."""
+    return next((p for p in parts if p.startswith(".")), None)
+
+
 def stem_of(name: str) -> str:
     dot = name.rfind(".")
     return name[:dot] if dot > 0 else name
@@ -108,10 +113,10 @@ class NoteStore:
         """Refuse paths that can never be notes, before touching the disk."""
         if not parts:
             raise NoteError("That is the workspace itself; name a note inside it.")
-        hidden = [p for p in parts if p.startswith(".")]
-        if hidden:
+        hidden = _first_hidden(parts)
+        if hidden is not None:
             raise NoteError(
-                f"'{display(parts)}' is inside a hidden name ('{hidden[0]}'); notes never are."
+                f"'{display(parts)}' is inside a hidden name ('{hidden}'); notes never are."
             )
         if not parts[-1].lower().endswith(self.extensions):
             raise NoteError(
@@ -120,8 +125,7 @@ class NoteStore:
             )
 
     def check_folder(self, parts: Components) -> None:
-        hidden = [p for p in parts if p.startswith(".")]
-        if hidden:
+        if _first_hidden(parts) is not None:
             raise NoteError(f"Folder '{display(parts)}' is hidden; notes are never there.")
 
     # --- reading -----------------------------------------------------------------------
@@ -136,7 +140,7 @@ class NoteStore:
             for rel, info in self.root.walk(
                 folder, max_entries=MAX_WALK_ENTRIES, max_depth=MAX_WALK_DEPTH
             ):
-                if any(p.startswith(".") for p in rel):
+                if _first_hidden(rel) is not None:
                     continue
                 if info.kind == "file" and self.is_note_name(rel[-1]):
                     if not _addressable(folder + rel, base):
