@@ -9,6 +9,7 @@ from fsnotes.protocol.registry import (
     InvalidParams,
     JSONObject,
     ListRoots,
+    MissingCapability,
     PromptProvider,
     RequestContext,
     ResourceNotFound,
@@ -18,6 +19,7 @@ from fsnotes.protocol.registry import (
     ToolError,
     ToolHandler,
     ToolResult,
+    URLElicitationRequired,
 )
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "InvalidParams",
     "JSONObject",
     "ListRoots",
+    "MissingCapability",
     "PromptProvider",
     "RequestContext",
     "ResourceNotFound",
@@ -38,4 +41,5 @@ __all__ = [
     "ToolError",
     "ToolHandler",
     "ToolResult",
+    "URLElicitationRequired",
 ]

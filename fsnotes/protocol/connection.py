@@ -39,11 +39,13 @@ from fsnotes.protocol.registry import (
     InputRequired,
     InvalidParams,
     JSONObject,
+    MissingCapability,
     RequestContext,
     ResourceNotFound,
     Tool,
     ToolError,
     ToolResult,
+    URLElicitationRequired,
 )
 from fsnotes.protocol.schema import describe_validation_error, model_schema
 
@@ -70,6 +72,7 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND_LEGACY = -32002  # 2025-11-25 only; 2026-07-28 retired it for -32602
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25 only; 2026-07-28 reserves it, never emitted
 
 # Legacy logging/setLevel default: before any setLevel the server chooses (2025-11-25 logging).
 DEFAULT_LEGACY_LOG_LEVEL = "warning"
@@ -243,6 +246,24 @@ class _Runtime:
         await self._peer.send(
             {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
         )
+
+    def completion_notifier(self, elicitation_id: str) -> Callable[[], Awaitable[None]] | None:
+        if self._request.era != "legacy":
+            return None
+        conn, peer = self._conn, self._peer
+        message: JSONObject = {
+            "jsonrpc": "2.0",
+            "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": elicitation_id},
+        }
+
+        async def notify() -> None:
+            # Connection-scoped, not request-scoped: the out-of-band step usually ends after
+            # the request that started it. Only the originating client gets it (the spec).
+            if not conn._closed:
+                await peer.send(message)
+
+        return notify
 
 
 T = TypeVar("T")
@@ -633,6 +654,9 @@ class ServerConnection:
                     message = error_message(request.id, fault.code, fault.message, fault.data)
                 except InvalidParams as exc:
                     message = error_message(request.id, INVALID_PARAMS, exc.message, exc.data)
+                except (MissingCapability, URLElicitationRequired) as exc:
+                    answer = self._handler_fault(request, exc)
+                    message = error_message(request.id, answer.code, answer.message, answer.data)
                 except Exception:
                     _log.exception("internal error in %s (request %r)", request.method, request.id)
                     message = error_message(request.id, INTERNAL_ERROR, "Internal error")
@@ -655,6 +679,42 @@ class ServerConnection:
                 request.active = False
 
         return [StartTask(key, run)]
+
+    def _handler_fault(
+        self, request: _Request, exc: MissingCapability | URLElicitationRequired
+    ) -> _Fault:
+        """The error response for a handler's capability or URL-elicitation exception."""
+        if isinstance(exc, MissingCapability):
+            if request.era == "modern":
+                return _Fault(
+                    MISSING_CLIENT_CAPABILITY, exc.message, {"requiredCapabilities": exc.required}
+                )
+            return _Fault(INVALID_REQUEST, exc.message)
+        if request.era == "modern":
+            _log.error(
+                "handler of %s raised URLElicitationRequired in a 2026-07-28 request (a bug: "
+                "-32042 is retired there; return InputRequired instead)",
+                request.method,
+            )
+            return _Fault(INTERNAL_ERROR, "Internal error")
+        declared = RequestContext(
+            era=request.era,
+            protocol_version=request.version,
+            method=request.method,
+            client_capabilities=request.capabilities,
+            client_info=request.client_info,
+        )
+        if not declared.supports_elicitation("url"):
+            return _Fault(
+                INVALID_REQUEST,
+                "This needs a visit to a URL (elicitation, URL mode), but the client did not "
+                "declare that capability, so it cannot ask.",
+            )
+        return _Fault(
+            URL_ELICITATION_REQUIRED,
+            exc.message,
+            {"elicitations": [_elicit_params(e, era="legacy") for e in exc.elicitations]},
+        )
 
     def _result(self, request: _Request, body: JSONObject) -> JSONObject:
         if request.era == "modern":
@@ -906,8 +966,13 @@ class ServerConnection:
 
         try:
             outcome = await self._drive(request, peer, call)
-        except (_Fault, InvalidParams):
+        except (_Fault, InvalidParams, URLElicitationRequired):
             raise
+        except MissingCapability as exc:
+            if request.era == "modern":
+                raise
+            # 2025-11-25 has no capability error code: tools report it as a tool error.
+            return _text_result(exc.message, is_error=True)
         except ResourceNotFound as exc:
             return _text_result(f"{exc}. Check the URI and try again.", is_error=True)
         except ToolError as exc:

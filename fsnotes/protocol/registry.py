@@ -8,6 +8,7 @@ every request). Nothing here does I/O.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +87,25 @@ class ResourceNotFound(Exception):
         self.uri = uri
 
 
+class MissingCapability(Exception):
+    """The request needs a client capability it did not declare.
+
+    Modern era: JSON-RPC ``-32021`` with ``data.requiredCapabilities`` (``required``, e.g.
+    ``{"elicitation": {"url": {}}}``). Legacy era: an ``isError`` tool result (an error
+    response for other methods) with ``message``. Unlike the core's own check of an
+    :class:`InputRequired`, the handler chooses the message, so it can say what the person
+    can do instead.
+    """
+
+    def __init__(self, message: str, *, required: JSONObject) -> None:
+        super().__init__(message)
+        self.message = message
+        self.required = required
+
+    def __str__(self) -> str:
+        return self.message
+
+
 # --- input requests (multi round-trip) -----------------------------------------------------
 
 
@@ -107,6 +127,30 @@ class ElicitURL:
     message: str
     url: str
     elicitation_id: str
+
+
+class URLElicitationRequired(Exception):
+    """2025-11-25 only: answer with ``-32042`` (URLElicitationRequiredError) instead of a result.
+
+    For a request that cannot proceed until the person finishes out-of-band steps and that
+    should not be held open meanwhile: the client shows the URL(s), waits for
+    ``notifications/elicitation/complete`` (see
+    :meth:`RequestContext.elicitation_complete_notifier`) and retries. The core sends it only
+    when the client declared ``elicitation.url``; without it, the legacy caller gets an error
+    that says so. 2026-07-28 retired the code: raising this in a modern request is a handler
+    bug, answered with ``-32603``.
+    """
+
+    def __init__(
+        self,
+        elicitations: Sequence[ElicitURL],
+        message: str = "This request requires more information.",
+    ) -> None:
+        if not elicitations:
+            raise ValueError("URLElicitationRequired needs at least one URL elicitation")
+        super().__init__(message)
+        self.elicitations = tuple(elicitations)
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -155,6 +199,8 @@ class RequestRuntime(Protocol):
     ) -> None: ...
 
     async def log(self, level: str, data: Any, logger: str | None) -> None: ...
+
+    def completion_notifier(self, elicitation_id: str) -> Callable[[], Awaitable[None]] | None: ...
 
 
 class RequestContext:
@@ -217,6 +263,20 @@ class RequestContext:
         """
         if self._runtime is not None:
             await self._runtime.report_progress(progress, total, message)
+
+    def elicitation_complete_notifier(
+        self, elicitation_id: str
+    ) -> Callable[[], Awaitable[None]] | None:
+        """Legacy era: a callable that sends ``notifications/elicitation/complete`` for
+        ``elicitation_id`` to the client this request came from; ``None`` in the modern era
+        (2026-07-28 removed the notification) or without a runtime.
+
+        It stays usable after this request has finished (the out-of-band step usually ends
+        later) and becomes a no-op once the client has gone.
+        """
+        if self._runtime is None or self.era != "legacy":
+            return None
+        return self._runtime.completion_notifier(elicitation_id)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Log ``data`` at ``level``: always to stderr; to the client when it asked for it.
@@ -325,3 +385,7 @@ class App:
     # and timeouts are logged on stderr and ignored: roots are hints.
     on_roots: Callable[[list[JSONObject]], Awaitable[None]] | None = None
     prompts: PromptProvider | None = None
+    # Entered by the transport around serving and left when it stops: for background
+    # services that live as long as the server (e.g. the setup page). Its failure on entry
+    # stops the server before it reads a message.
+    lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None

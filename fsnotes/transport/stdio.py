@@ -266,6 +266,12 @@ async def serve_stdio(
     """
     conn = ServerConnection(app)
     in_fd = 0 if stdin_fd is None else stdin_fd
+    lifespan = app.lifespan() if app.lifespan is not None else contextlib.nullcontext()
+    async with lifespan:
+        await _serve_fds(conn, in_fd, stdout_fd)
+
+
+async def _serve_fds(conn: ServerConnection, in_fd: int, stdout_fd: int | None) -> None:
     if stdout_fd is not None:
         await _StdioServer(conn, in_fd, stdout_fd).run()
         return
