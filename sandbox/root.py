@@ -422,6 +422,30 @@ class Root:
             _raise(exc.errno, "", "open")
         return cls(fd, st, resolver, allow_hardlinked_reads)
 
+    def subroot(self, parts: Components) -> Root:
+        """A new Root on the directory ``parts`` below this one, resolved like every operation.
+
+        The directory is opened beneath this Root's descriptor with the same resolver (no
+        symlink in any component, no mount crossing), so a folder granted at run time below an
+        operator-approved parent is held by descriptor exactly as the parent is. The new Root
+        has its own descriptor and life cycle and inherits ``allow_hardlinked_reads``.
+        ``parts`` must be non-empty: the root itself is not a sub-root.
+        """
+        parts = _check_parts(parts)
+        if not parts:
+            raise InvalidPath("a sub-root needs a relative folder path")
+        self._enter()
+        try:
+            fd = self._open_dir(parts, _O_DIR_PATH, "open")
+            try:
+                st = os.fstat(fd)
+            except OSError as exc:
+                os.close(fd)
+                _raise(exc.errno, _rel(parts), "open")
+        finally:
+            self._leave()
+        return Root(fd, st, self._resolver, self._allow_hardlinked_reads)
+
     @property
     def resolver(self) -> Resolver:
         """Which resolution path this Root uses."""

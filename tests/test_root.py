@@ -786,3 +786,52 @@ def test_fileno_is_the_workspace_directory_and_stays_owned(
     root.close()
     with pytest.raises(ValueError):
         root.fileno()
+
+
+# --- subroot -------------------------------------------------------------------------------
+
+
+def test_subroot_holds_the_folder_by_descriptor_and_refuses_links_files_and_escapes(
+    ws: Path, tmp_path: Path, resolver: Resolver
+) -> None:
+    from sandbox.errors import Escape
+
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "n.md").write_text("inner")
+    (ws / "file.md").write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    (ws / "link").symlink_to(outside)
+    (ws / "a" / "up").symlink_to("..")
+    with Root.open(ws, resolver=resolver) as root:
+        sub = root.subroot(("a", "b"))
+        try:
+            assert sub.resolver == resolver
+            assert sub.read(("n.md",), max_bytes=100).data == b"inner"
+            assert sub.identity == FileIdentity(
+                os.stat(ws / "a" / "b").st_dev, os.stat(ws / "a" / "b").st_ino
+            )
+            # Renaming the folder afterwards does not redirect the sub-root: it holds the inode.
+            os.rename(ws / "a" / "b", ws / "a" / "moved")
+            assert sub.read(("n.md",), max_bytes=100).data == b"inner"
+        finally:
+            sub.close()
+        with pytest.raises(Escape):
+            root.subroot(("link",))
+        with pytest.raises(Escape):
+            root.subroot(("a", "up"))
+        with pytest.raises(NotADirectory):
+            root.subroot(("file.md",))
+        with pytest.raises(NotFound):
+            root.subroot(("missing",))
+        for bad in [(), ("..",), ("a/b",), ("",)]:
+            with pytest.raises(InvalidPath):
+                root.subroot(bad)
+    # The parent closing does not close the sub-root's own descriptor.
+    with Root.open(ws, resolver=resolver) as root:
+        sub = root.subroot(("a",))
+    try:
+        assert [e.name for e in sub.listdir(())] == ["moved", "up"]
+    finally:
+        sub.close()
