@@ -14,7 +14,7 @@ workspace or any file is opened. The rules:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sandbox import uri as lexical
@@ -81,36 +81,77 @@ class Grant:
 
 
 class Grants:
-    """The authorization table of one server process."""
+    """The authorization table of one server process.
+
+    Two layers: the configured workspaces and grants (fixed at start-up) and a run-time layer
+    (workspaces and grants a person approved on the setup page or with ``fsnotes grant``),
+    replaced as a whole by :meth:`set_runtime`. A run-time grant adds to a configured one and
+    never lowers it. ``sync`` (optional) is called before every lookup so the run-time layer
+    can be refreshed from wherever it is stored; it must be cheap when nothing changed.
+    """
 
     def __init__(self, workspaces: Sequence[Workspace], grants: Iterable[Grant]) -> None:
-        self._workspaces = {w.name: w for w in workspaces}
-        if len(self._workspaces) != len(workspaces):
+        config_ws = {w.name: w for w in workspaces}
+        if len(config_ws) != len(workspaces):
             raise ValueError("workspace names must be unique")
-        self._grants: dict[tuple[str, str], Access] = {}
+        config_grants: dict[tuple[str, str], Access] = {}
         for g in grants:
-            if g.workspace not in self._workspaces:
+            if g.workspace not in config_ws:
                 raise ValueError(
                     f"grant for {g.principal!r} names unknown workspace {g.workspace!r}"
                 )
             key = (g.principal, g.workspace)
-            self._grants[key] = max(self._grants.get(key, g.access), g.access)
+            config_grants[key] = max(config_grants.get(key, g.access), g.access)
+        self._config_ws = config_ws
+        self._config_grants = config_grants
+        # Swapped as one tuple, so a lookup in another thread sees one layer or the other.
+        self._table: tuple[dict[str, Workspace], dict[tuple[str, str], Access]] = (
+            dict(config_ws),
+            dict(config_grants),
+        )
+        self.sync: Callable[[], None] | None = None
+
+    @property
+    def configured_workspaces(self) -> list[Workspace]:
+        return list(self._config_ws.values())
+
+    def set_runtime(self, workspaces: Iterable[Workspace], grants: Iterable[Grant]) -> None:
+        """Replace the run-time layer. Its workspaces may not reuse a configured name; its
+        grants may name configured or run-time workspaces."""
+        table = dict(self._config_ws)
+        for ws in workspaces:
+            if ws.name in table and table[ws.name] != ws:
+                raise ValueError(f"run-time workspace name {ws.name!r} is already taken")
+            table[ws.name] = ws
+        merged = dict(self._config_grants)
+        for g in grants:
+            if g.workspace not in table:
+                raise ValueError(f"run-time grant names unknown workspace {g.workspace!r}")
+            key = (g.principal, g.workspace)
+            merged[key] = max(merged.get(key, g.access), g.access)
+        self._table = (table, merged)
+
+    def _current(self) -> tuple[dict[str, Workspace], dict[tuple[str, str], Access]]:
+        if self.sync is not None:
+            self.sync()
+        return self._table
 
     @property
     def workspaces(self) -> list[Workspace]:
-        return list(self._workspaces.values())
+        return list(self._current()[0].values())
 
     def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
-        """The workspaces this principal may use, in configuration order."""
+        """The workspaces this principal may use: configured ones first, in order."""
+        workspaces, grants = self._current()
         out = []
-        for ws in self._workspaces.values():
-            access = self._grants.get((principal, ws.name))
+        for ws in workspaces.values():
+            access = grants.get((principal, ws.name))
             if access is not None:
                 out.append((ws, access))
         return out
 
     def access(self, principal: str, workspace: Workspace) -> Access | None:
-        return self._grants.get((principal, workspace.name))
+        return self._current()[1].get((principal, workspace.name))
 
     def authorize_workspace_uri(self, principal: str, uri: str, needed: Access) -> Workspace:
         """The granted workspace whose URI is exactly ``uri`` (after strict parsing)."""

@@ -1,0 +1,457 @@
+"""Pending setups, run-time grants and code-attempt limits, in ``<state dir>/setup.sqlite3``.
+
+A setup is one request to widen one principal's scope: a folder and an access level. It is
+created by ``notes_setup`` and decided by a person on the setup page (or by ``fsnotes grant``
+at a terminal). Everything that decides is one ``BEGIN IMMEDIATE`` transaction, so processes
+sharing a state directory agree:
+
+- a page form is usable once: its CSRF token is consumed by the submit that carries it,
+  whatever the outcome;
+- a wrong setup code is counted against the setup (:data:`MAX_CODE_ATTEMPTS`, then the setup
+  is locked) and against the whole state directory (:data:`GLOBAL_FAILURES_MAX` per
+  :data:`GLOBAL_FAILURES_WINDOW_S`, then every code check is refused until the window
+  passes), so guessing is bounded even across many setups;
+- approval records the decision and stores the grant in the same transaction; a refusal,
+  an expiry, a lock or a cancellation stores no grant.
+
+Grants stored here are bound to a principal and an absolute folder path. They add to the
+configured grants and never lower them; whether a path may be granted at all is the
+caller's check (the allowlist in :mod:`fsnotes.setup.policy`), repeated at approval time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hashlib
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..security.grants import Access
+
+DB_NAME = "setup.sqlite3"
+# A writer holding the lock longer than this is stuck; callers get SetupStoreBusy.
+LOCK_TIMEOUT_S = 5.0
+# Wrong codes allowed per setup before it is locked (a new setup must be started). With a
+# 16-character code from a 32-letter alphabet (80 bits), guessing within these is hopeless;
+# the limit is about noticing, not about entropy.
+MAX_CODE_ATTEMPTS = 5
+# Wrong codes allowed per state directory per window, whichever setups they target: a model
+# could start many setups, each with its own per-setup budget.
+GLOBAL_FAILURES_MAX = 20
+GLOBAL_FAILURES_WINDOW_S = 600.0
+# Pending setups one principal may hold at once; more is a model looping, not a person.
+MAX_PENDING_PER_PRINCIPAL = 5
+# A page form stays submittable this long after it was shown.
+CSRF_LIFETIME_S = 900.0
+SETUP_ID_BYTES = 18  # 144 random bits: an opaque, unguessable name (it is not a secret)
+CSRF_BYTES = 32
+# Decided and expired setups are kept this long for their status page, then pruned.
+KEEP_DECIDED_S = 24 * 3600.0
+
+
+class SetupStatus(enum.StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"  # refused on the page
+    CANCELLED = "cancelled"  # declined or dismissed in the host
+    EXPIRED = "expired"
+    LOCKED = "locked"  # too many wrong codes
+
+
+class SetupStoreBusy(Exception):
+    """The database stayed locked by another process (or is unusable)."""
+
+
+class TooManyPending(Exception):
+    """The principal already has :data:`MAX_PENDING_PER_PRINCIPAL` pending setups."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    id: str
+    principal: str
+    path: str  # absolute, normalised host path of the folder
+    access: Access
+    created: float
+    expires: float
+    status: SetupStatus
+    decided: float | None
+    attempts: int  # wrong codes so far
+
+    @property
+    def attempts_left(self) -> int:
+        return max(0, MAX_CODE_ATTEMPTS - self.attempts)
+
+
+@dataclass(frozen=True)
+class StoredGrant:
+    principal: str
+    path: str
+    access: Access
+    granted: float
+    source: str  # "page" or "cli"
+
+
+class Verdict(enum.Enum):
+    """What a page submit did."""
+
+    APPROVED = "approved"
+    DENIED = "denied"
+    WRONG_CODE = "wrong_code"  # nothing stored but the failure count
+    LOCKED = "locked"  # this submit used the last attempt, or the setup was locked already
+    RATE_LIMITED = "rate_limited"  # too many wrong codes in this state directory lately
+    BAD_FORM = "bad_form"  # missing, unknown, used or expired CSRF token
+    NOT_PENDING = "not_pending"  # unknown, expired or already decided
+    NOT_GRANTABLE = "not_grantable"  # the policy no longer allows it (checked again now)
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    verdict: Verdict
+    setup: Setup | None
+
+
+def _hash(token: str) -> str:
+    # Tokens are stored hashed: a copy of the database does not yield usable forms.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class SetupStore:
+    """The setup database of one state directory, safe to share between threads and processes."""
+
+    def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
+        self._path = state_dir / DB_NAME
+        self._clock = clock
+        self._local = threading.local()
+        with self._tx() as db:
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS setup (
+                    id TEXT PRIMARY KEY, principal TEXT NOT NULL, path TEXT NOT NULL,
+                    access INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL,
+                    status TEXT NOT NULL, decided REAL, attempts INTEGER NOT NULL DEFAULT 0);
+                CREATE INDEX IF NOT EXISTS setup_status ON setup(status, expires);
+                CREATE TABLE IF NOT EXISTS csrf (
+                    token_hash TEXT PRIMARY KEY, setup_id TEXT NOT NULL, expires REAL NOT NULL);
+                CREATE TABLE IF NOT EXISTS code_failure (at REAL NOT NULL);
+                CREATE TABLE IF NOT EXISTS grant_ (
+                    principal TEXT NOT NULL, path TEXT NOT NULL, access INTEGER NOT NULL,
+                    granted REAL NOT NULL, source TEXT NOT NULL, setup_id TEXT,
+                    PRIMARY KEY (principal, path));
+                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0);
+                """
+            )
+        os.chmod(self._path, 0o600)
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self._path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            self._local.db = db
+        return db
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        db = self._connect()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise SetupStoreBusy(f"the setup database is busy or unusable ({exc})") from None
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        else:
+            db.execute("COMMIT")
+
+    def _expire(self, db: sqlite3.Connection, now: float) -> None:
+        db.execute(
+            "UPDATE setup SET status = ?, decided = expires WHERE status = ? AND expires <= ?",
+            (SetupStatus.EXPIRED, SetupStatus.PENDING, now),
+        )
+
+    @staticmethod
+    def _row(row: tuple[object, ...] | None) -> Setup | None:
+        if row is None:
+            return None
+        sid, principal, path, access, created, expires, status, decided, attempts = row
+        return Setup(
+            id=str(sid),
+            principal=str(principal),
+            path=str(path),
+            access=Access(int(str(access))),
+            created=float(str(created)),
+            expires=float(str(expires)),
+            status=SetupStatus(str(status)),
+            decided=None if decided is None else float(str(decided)),
+            attempts=int(str(attempts)),
+        )
+
+    _COLUMNS = "id, principal, path, access, created, expires, status, decided, attempts"
+
+    def _get(self, db: sqlite3.Connection, setup_id: str) -> Setup | None:
+        row = db.execute(f"SELECT {self._COLUMNS} FROM setup WHERE id = ?", (setup_id,)).fetchone()
+        return self._row(row)
+
+    def _bump(self, db: sqlite3.Connection) -> None:
+        db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+
+    def _upsert_grant(
+        self,
+        db: sqlite3.Connection,
+        principal: str,
+        path: str,
+        access: Access,
+        source: str,
+        setup_id: str | None,
+        *,
+        raise_only: bool,
+    ) -> None:
+        row = db.execute(
+            "SELECT access FROM grant_ WHERE principal = ? AND path = ?", (principal, path)
+        ).fetchone()
+        if row is not None and raise_only and int(row[0]) >= access:
+            return
+        db.execute(
+            "INSERT INTO grant_(principal, path, access, granted, source, setup_id) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(principal, path) DO UPDATE SET "
+            "access = excluded.access, granted = excluded.granted, source = excluded.source, "
+            "setup_id = excluded.setup_id",
+            (principal, path, int(access), self._clock(), source, setup_id),
+        )
+        self._bump(db)
+
+    # --- setups --------------------------------------------------------------------------
+
+    def start(self, principal: str, path: str, access: Access, *, lifetime: float) -> Setup:
+        """A pending setup for this principal, folder and access: the existing one if there is
+        one (a retried tool call must not multiply them), else a new one."""
+        now = self._clock()
+        with self._tx() as db:
+            self._expire(db, now)
+            row = db.execute(
+                f"SELECT {self._COLUMNS} FROM setup WHERE principal = ? AND path = ? AND "
+                "access = ? AND status = ? ORDER BY created DESC LIMIT 1",
+                (principal, path, int(access), SetupStatus.PENDING),
+            ).fetchone()
+            if row is not None:
+                found = self._row(row)
+                assert found is not None
+                return found
+            (pending,) = db.execute(
+                "SELECT COUNT(*) FROM setup WHERE principal = ? AND status = ?",
+                (principal, SetupStatus.PENDING),
+            ).fetchone()
+            if pending >= MAX_PENDING_PER_PRINCIPAL:
+                raise TooManyPending(
+                    f"{pending} setups are already waiting for a person; finish or let them "
+                    "expire first"
+                )
+            db.execute(
+                "DELETE FROM setup WHERE status != ? AND decided < ?",
+                (SetupStatus.PENDING, now - KEEP_DECIDED_S),
+            )
+            setup = Setup(
+                id=secrets.token_urlsafe(SETUP_ID_BYTES),
+                principal=principal,
+                path=path,
+                access=access,
+                created=now,
+                expires=now + lifetime,
+                status=SetupStatus.PENDING,
+                decided=None,
+                attempts=0,
+            )
+            db.execute(
+                f"INSERT INTO setup({self._COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    setup.id,
+                    principal,
+                    path,
+                    int(access),
+                    now,
+                    setup.expires,
+                    SetupStatus.PENDING,
+                    None,
+                    0,
+                ),
+            )
+            return setup
+
+    def get(self, setup_id: str) -> Setup | None:
+        """The setup (with an elapsed pending one reported as expired), or ``None``."""
+        setup = self._row(
+            self._connect()
+            .execute(f"SELECT {self._COLUMNS} FROM setup WHERE id = ?", (setup_id,))
+            .fetchone()
+        )
+        if (
+            setup is not None
+            and setup.status is SetupStatus.PENDING
+            and setup.expires <= self._clock()
+        ):
+            with self._tx() as db:
+                self._expire(db, self._clock())
+                setup = self._get(db, setup_id)
+        return setup
+
+    def pending_count(self) -> int:
+        (count,) = (
+            self._connect()
+            .execute(
+                "SELECT COUNT(*) FROM setup WHERE status = ? AND expires > ?",
+                (SetupStatus.PENDING, self._clock()),
+            )
+            .fetchone()
+        )
+        return int(count)
+
+    def cancel(self, setup_id: str, principal: str) -> Setup | None:
+        """The person declined or dismissed it in the host: a pending setup of this principal
+        becomes cancelled (its page then refuses). Returns the setup as it now stands."""
+        now = self._clock()
+        with self._tx() as db:
+            self._expire(db, now)
+            db.execute(
+                "UPDATE setup SET status = ?, decided = ? WHERE id = ? AND principal = ? "
+                "AND status = ?",
+                (SetupStatus.CANCELLED, now, setup_id, principal, SetupStatus.PENDING),
+            )
+            return self._get(db, setup_id)
+
+    # --- the page ------------------------------------------------------------------------
+
+    def issue_form_token(self, setup_id: str) -> str | None:
+        """A one-use CSRF token for a form about a pending setup (``None`` if not pending)."""
+        now = self._clock()
+        token = secrets.token_urlsafe(CSRF_BYTES)
+        with self._tx() as db:
+            self._expire(db, now)
+            setup = self._get(db, setup_id)
+            if setup is None or setup.status is not SetupStatus.PENDING:
+                return None
+            db.execute("DELETE FROM csrf WHERE expires <= ?", (now,))
+            db.execute(
+                "INSERT INTO csrf(token_hash, setup_id, expires) VALUES (?, ?, ?)",
+                (_hash(token), setup_id, min(now + CSRF_LIFETIME_S, setup.expires)),
+            )
+        return token
+
+    def submit(
+        self,
+        setup_id: str,
+        form_token: str,
+        *,
+        approve: bool,
+        code_ok: Callable[[], bool],
+        grantable: Callable[[Setup], bool],
+    ) -> SubmitResult:
+        """Decide a setup from the page, atomically.
+
+        ``code_ok`` is asked only for an approval, inside the transaction and after the form
+        token was consumed and the rate limits checked; ``grantable`` re-checks the policy
+        before anything is granted. A denial needs a valid form but no code (refusing access
+        is never dangerous; a cross-site page still cannot forge it without the token).
+        """
+        now = self._clock()
+        with self._tx() as db:
+            self._expire(db, now)
+            consumed = db.execute(
+                "DELETE FROM csrf WHERE token_hash = ? AND setup_id = ? AND expires > ?",
+                (_hash(form_token), setup_id, now),
+            ).rowcount
+            setup = self._get(db, setup_id)
+            if setup is None or setup.status is not SetupStatus.PENDING:
+                verdict = Verdict.LOCKED if setup and setup.status is SetupStatus.LOCKED else None
+                return SubmitResult(verdict or Verdict.NOT_PENDING, setup)
+            if consumed != 1:
+                return SubmitResult(Verdict.BAD_FORM, setup)
+            if not approve:
+                db.execute(
+                    "UPDATE setup SET status = ?, decided = ? WHERE id = ?",
+                    (SetupStatus.DENIED, now, setup_id),
+                )
+                return SubmitResult(Verdict.DENIED, self._get(db, setup_id))
+            db.execute("DELETE FROM code_failure WHERE at <= ?", (now - GLOBAL_FAILURES_WINDOW_S,))
+            (recent,) = db.execute("SELECT COUNT(*) FROM code_failure").fetchone()
+            if recent >= GLOBAL_FAILURES_MAX:
+                return SubmitResult(Verdict.RATE_LIMITED, setup)
+            if not code_ok():
+                db.execute("INSERT INTO code_failure(at) VALUES (?)", (now,))
+                attempts = setup.attempts + 1
+                locked = attempts >= MAX_CODE_ATTEMPTS
+                db.execute(
+                    "UPDATE setup SET attempts = ?, status = ?, decided = ? WHERE id = ?",
+                    (
+                        attempts,
+                        SetupStatus.LOCKED if locked else SetupStatus.PENDING,
+                        now if locked else None,
+                        setup_id,
+                    ),
+                )
+                return SubmitResult(
+                    Verdict.LOCKED if locked else Verdict.WRONG_CODE, self._get(db, setup_id)
+                )
+            if not grantable(setup):
+                return SubmitResult(Verdict.NOT_GRANTABLE, setup)
+            db.execute(
+                "UPDATE setup SET status = ?, decided = ? WHERE id = ?",
+                (SetupStatus.APPROVED, now, setup_id),
+            )
+            self._upsert_grant(
+                db, setup.principal, setup.path, setup.access, "page", setup_id, raise_only=True
+            )
+            return SubmitResult(Verdict.APPROVED, self._get(db, setup_id))
+
+    # --- grants --------------------------------------------------------------------------
+
+    def grant(self, principal: str, path: str, access: Access, *, source: str = "cli") -> None:
+        """Set this principal's stored grant on ``path`` to exactly ``access`` (a terminal
+        operator may lower it too). Pending setups this grant satisfies are approved."""
+        now = self._clock()
+        with self._tx() as db:
+            self._upsert_grant(db, principal, path, access, source, None, raise_only=False)
+            db.execute(
+                "UPDATE setup SET status = ?, decided = ? WHERE principal = ? AND path = ? "
+                "AND access <= ? AND status = ? AND expires > ?",
+                (SetupStatus.APPROVED, now, principal, path, int(access), SetupStatus.PENDING, now),
+            )
+
+    def revoke(self, principal: str, path: str) -> bool:
+        with self._tx() as db:
+            gone = db.execute(
+                "DELETE FROM grant_ WHERE principal = ? AND path = ?", (principal, path)
+            ).rowcount
+            if gone:
+                self._bump(db)
+            return bool(gone)
+
+    def grants(self, principal: str | None = None) -> list[StoredGrant]:
+        sql = "SELECT principal, path, access, granted, source FROM grant_"
+        args: tuple[str, ...] = ()
+        if principal is not None:
+            sql += " WHERE principal = ?"
+            args = (principal,)
+        rows = self._connect().execute(sql + " ORDER BY path, principal", args).fetchall()
+        return [
+            StoredGrant(str(p), str(d), Access(int(a)), float(t), str(s)) for p, d, a, t, s in rows
+        ]
+
+    def generation(self) -> int:
+        """A number that changes whenever a stored grant changes (in any process)."""
+        (value,) = (
+            self._connect().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        )
+        return int(value)
