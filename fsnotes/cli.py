@@ -1,4 +1,4 @@
-"""Command line: ``fsnotes serve``, ``fsnotes demo``, ``fsnotes doctor``, ``fsnotes rotate-key``."""
+"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``rotate-key``."""
 
 from __future__ import annotations
 
@@ -42,12 +42,46 @@ def _parser() -> argparse.ArgumentParser:
         help="do not apply the Landlock jail (layer 3); only for kernels or hosts where it breaks "
         "something, since a bug in layers 1-2 would then reach the whole disk",
     )
+    serve.add_argument(
+        "--setup-allow",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="folders strictly below PATH may be granted at run time on the setup page "
+        "(repeatable); env FSNOTES_SETUP_ALLOW (os.pathsep-separated)",
+    )
+    serve.add_argument(
+        "--setup-port",
+        type=int,
+        metavar="PORT",
+        help="the setup page's loopback port, served from start-up to exit (without it the "
+        "page runs only while a setup is pending, on FSNOTES_SETUP_PORT or 8765)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
 
     doctor = sub.add_parser("doctor", help="report which containment layers are active")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
 
     sub.add_parser("demo", help="a scripted session on a bundled example vault")
+
+    grant = sub.add_parser(
+        "grant",
+        help="grant a principal a folder at a terminal (what the setup page does)",
+        description="Store a run-time grant in the state directory, bounded by the setup "
+        "allowlist as on the setup page. A running fsnotes picks it up on its next call.",
+    )
+    grant.add_argument("--workspace", metavar="PATH", help="the folder to grant (or revoke)")
+    grant.add_argument("--principal", metavar="NAME", help="whom (default: as for serve)")
+    grant.add_argument(
+        "--access", choices=["read", "write", "delete"], help="the level to set exactly"
+    )
+    grant.add_argument("--revoke", action="store_true", help="remove the stored grant")
+    grant.add_argument("--list", action="store_true", help="show the stored grants")
+    grant.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+    grant.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
+    grant.add_argument(
+        "--setup-allow", action="append", default=[], metavar="PATH", help="as for serve"
+    )
 
     rotate = sub.add_parser("rotate-key", help="add a new active sealing key to the state dir")
     rotate.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
@@ -73,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 principal=args.principal,
                 config_file=args.config,
                 no_landlock=args.no_landlock,
+                setup_allow=args.setup_allow,
+                setup_port=args.setup_port,
             )
             return serve(config)
         except ConfigError as exc:
@@ -87,6 +123,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo_session import main as demo_main
 
         return demo_main()
+    if args.command == "grant":
+        from .config import ConfigError, load
+        from .server import main_error
+        from .setup.admin import run_grant
+
+        try:
+            config = load(
+                state_dir=args.state_dir,
+                principal=args.principal,
+                config_file=args.config,
+                setup_allow=args.setup_allow,
+                require_workspace=False,
+            )
+            return run_grant(
+                config,
+                folder=args.workspace,
+                access=args.access,
+                revoke=args.revoke,
+                show=args.list,
+            )
+        except ConfigError as exc:
+            return main_error(str(exc))
     if args.command == "rotate-key":
         import os
         from pathlib import Path

@@ -17,11 +17,22 @@ the config file can declare more workspaces, principals and grants::
     principal = "ada"
     workspace = "notes"
     access = "write"                  # read < write < delete
+
+    [setup]                           # run-time grants from the setup page (notes_setup)
+    allow = ["/home/ada/shared"]      # folders strictly below these may be granted
+    max_access = "write"              # the most the page may grant (default delete)
+    port = 8765                       # the loopback page's port
+    bind = "127.0.0.1"                # 0.0.0.0 only inside a container (see README)
+
+Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
+``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),
+``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``.
 """
 
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -34,6 +45,7 @@ from sandbox.errors import SandboxError
 
 from .notes.store import DEFAULT_EXTENSIONS
 from .security.grants import Access, Grant, Workspace
+from .setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
 
 
 class ConfigError(Exception):
@@ -56,6 +68,8 @@ class Config:
     landlock: bool = True
     allow_hardlinked_reads: bool = False
     notes: list[str] = field(default_factory=list)  # remarks for the start-up log
+    setup: SetupPolicy = field(default_factory=SetupPolicy)
+    config_file: str | None = None
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -93,6 +107,9 @@ def load(
     principal: str | None = None,
     config_file: str | None = None,
     no_landlock: bool = False,
+    setup_allow: Sequence[str] = (),
+    setup_port: int | None = None,
+    require_workspace: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> Config:
     env = os.environ if env is None else env
@@ -113,6 +130,7 @@ def load(
             "workspace",
             "grant",
             "allow_hardlinked_reads",
+            "setup",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -158,11 +176,19 @@ def load(
         # --read-only caps every grant, including those from the config file.
         grants = [Grant(g.principal, g.workspace, min(g.access, Access.READ)) for g in grants]
 
-    if not specs:
+    if not specs and require_workspace:
         raise ConfigError(
             "no workspace: pass --workspace PATH, set FSNOTES_WORKSPACE, or use --config FILE"
         )
     _check_layout(specs, state_path)
+    setup = _setup_policy(
+        file_cfg.get("setup", {}),
+        setup_allow,
+        setup_port,
+        env,
+        read_only=read_only or _truthy(env.get("FSNOTES_READ_ONLY")),
+    )
+    _check_setup_layout(setup, state_path)
 
     extensions = file_cfg.get("extensions", DEFAULT_EXTENSIONS)
     if not isinstance(extensions, list | tuple) or not all(
@@ -178,7 +204,85 @@ def load(
         extensions=tuple(extensions),
         landlock=not (no_landlock or _truthy(env.get("FSNOTES_NO_LANDLOCK"))),
         allow_hardlinked_reads=bool(file_cfg.get("allow_hardlinked_reads", False)),
+        setup=setup,
+        config_file=os.path.abspath(config_file) if config_file else None,
     )
+
+
+SETUP_KEYS = {"allow", "max_access", "port", "bind"}
+
+
+def _setup_policy(
+    table: Any,
+    cli_allow: Sequence[str],
+    cli_port: int | None,
+    env: Mapping[str, str],
+    *,
+    read_only: bool,
+) -> SetupPolicy:
+    if not isinstance(table, dict):
+        raise ConfigError("[setup] must be a table")
+    unknown = set(table) - SETUP_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [setup]: {', '.join(sorted(unknown))}")
+    raw_allow: list[str] = list(cli_allow)
+    if not raw_allow and env.get("FSNOTES_SETUP_ALLOW"):
+        raw_allow = [p for p in env["FSNOTES_SETUP_ALLOW"].split(os.pathsep) if p]
+    if not raw_allow:
+        file_allow = table.get("allow", [])
+        if not isinstance(file_allow, list) or not all(isinstance(p, str) for p in file_allow):
+            raise ConfigError("[setup] allow must be a list of folder paths")
+        raw_allow = file_allow
+    allow: list[str] = []
+    for raw in raw_allow:
+        path = _normalise(raw, "setup allow path")
+        if path == "/":
+            raise ConfigError("the setup allowlist cannot be '/': name the parent folders")
+        try:
+            lexical.path_components(path)
+        except SandboxError as exc:
+            raise ConfigError(f"setup allow path {raw!r}: {exc}") from None
+        if path not in allow:
+            allow.append(path)
+
+    max_raw = env.get("FSNOTES_SETUP_MAX_ACCESS") or table.get("max_access") or "delete"
+    try:
+        max_access = Access.parse(str(max_raw))
+    except ValueError as exc:
+        raise ConfigError(f"setup max_access: {exc}") from None
+    if read_only:
+        max_access = Access.READ  # --read-only caps run-time grants too
+
+    always_on = cli_port is not None
+    port_raw: Any = cli_port
+    if port_raw is None:
+        port_raw = env.get("FSNOTES_SETUP_PORT") or table.get("port") or DEFAULT_SETUP_PORT
+    try:
+        port = int(port_raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"setup port must be a number, not {port_raw!r}") from None
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"setup port {port} is out of range 1-65535")
+    bind = str(env.get("FSNOTES_SETUP_BIND") or table.get("bind") or "127.0.0.1")
+    try:
+        ipaddress.ip_address(bind)
+    except ValueError:
+        raise ConfigError(f"setup bind must be an IP address, not {bind!r}") from None
+    return SetupPolicy(
+        allow=tuple(allow), max_access=max_access, port=port, bind=bind, always_on=always_on
+    )
+
+
+def _check_setup_layout(setup: SetupPolicy, state_dir: Path) -> None:
+    """The state directory (keys, grants, the setup code) can never become grantable."""
+    state_real = lexical.path_components(os.path.realpath(state_dir))
+    for parent in setup.allow:
+        real = lexical.path_components(os.path.realpath(parent))
+        if _nested(real, state_real) or _nested(state_real, real):
+            raise ConfigError(
+                f"the state directory must be outside the setup allowlist folder {parent} "
+                "(and not contain it): a grant could otherwise reach the keys and the setup code"
+            )
 
 
 def _name_for(path: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sqlite3
 import sys
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import fsnotes as fsnotes_pkg
 import sandbox
+from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.jail import JailError, JailReport, apply_landlock, runtime_read_only_paths
 from sandbox.root import Root
@@ -32,9 +34,13 @@ from .notes.service import NotesService
 from .notes.store import NoteStore
 from .notes.tools import build_tools
 from .protocol.registry import App
-from .security.grants import Grants
+from .security.grants import Access, Grants
 from .security.replay import SQLiteReplayStore
 from .security.seal import Keyring, Sealer
+from .setup import code as setup_code
+from .setup.flow import SetupFlow, build_setup_tool
+from .setup.runtime import NotGrantable, RuntimeScope
+from .setup.store import Setup, SetupStore
 
 log = logging.getLogger("fsnotes")
 
@@ -57,9 +63,12 @@ class Server:
     roots: list[Root]
     replay: SQLiteReplayStore
     config: Config
+    setup: SetupFlow
+    parents: list[Root]  # the setup allowlist's folders (empty when setup is off)
 
     def close(self) -> None:
-        for root in self.roots:
+        self.setup.scope.close()
+        for root in [*self.roots, *self.parents]:
             root.close()
 
 
@@ -81,6 +90,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
     workspaces = config.workspace_objects()
     grants = Grants(workspaces, config.grants)
     roots: list[Root] = []
+    parents: list[Root] = []
     stores: dict[str, NoteStore] = {}
     try:
         for spec in config.workspaces:
@@ -102,14 +112,53 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             raise ConfigError(
                 f"cannot open the replay database in {config.state_dir}: {exc}"
             ) from None
+        for parent in config.setup.allow:
+            try:
+                roots_parent = Root.open(
+                    parent, allow_hardlinked_reads=config.allow_hardlinked_reads
+                )
+            except (SandboxError, OSError) as exc:
+                raise ConfigError(f"cannot open setup allowlist folder {parent}: {exc}") from None
+            parents.append(roots_parent)
+        try:
+            setup_store = SetupStore(config.state_dir, clock=clock)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"cannot open the setup database in {config.state_dir}: {exc}"
+            ) from None
     except BaseException:
-        for root in roots:
+        for root in [*roots, *parents]:
             root.close()
         raise
 
     service = NotesService(grants=grants, principal=config.principal, stores=stores)
     sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
     deletes = DeleteFlow(service, sealer, replay, clock)
+    scope = RuntimeScope(
+        store=setup_store,
+        policy=config.setup,
+        parents=parents,
+        grants=grants,
+        stores=stores,
+        extensions=config.extensions,
+    )
+    flow = SetupFlow(
+        service=service,
+        scope=scope,
+        store=setup_store,
+        sealer=sealer,
+        clock=clock,
+        state_dir=str(config.state_dir),
+        grant_command=grant_command(config),
+        start_page=None,
+    )
+    lifespan = None
+    if config.setup.enabled:
+        grants.sync = scope.sync
+        scope.sync()
+        runner = _page_runner(config, flow)
+        flow.start_page = runner.ensure_started
+        lifespan = runner.running
 
     async def on_roots(roots_list: list[dict[str, Any]]) -> None:
         service.set_root_hints(roots_list)
@@ -119,12 +168,78 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         version=__version__,
         title="fsnotes",
         instructions=INSTRUCTIONS,
-        tools=build_tools(service, deletes),
+        tools=[*build_tools(service, deletes), build_setup_tool(flow)],
         resources=NotesResources(service),
         on_roots=on_roots,
+        lifespan=lifespan,
     )
     return Server(
-        app=app, service=service, deletes=deletes, roots=roots, replay=replay, config=config
+        app=app,
+        service=service,
+        deletes=deletes,
+        roots=roots,
+        replay=replay,
+        config=config,
+        setup=flow,
+        parents=parents,
+    )
+
+
+def grant_command(config: Config) -> str:
+    """The ``fsnotes grant`` prefix that reaches this server's state and allowlist."""
+    words = ["fsnotes", "grant"]
+    if config.config_file:
+        words += ["--config", config.config_file]
+    words += ["--state-dir", str(config.state_dir)]
+    for parent in config.setup.allow:
+        words += ["--setup-allow", parent]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _page_runner(config: Config, flow: SetupFlow) -> Any:
+    """The setup page's runner. Imports the optional HTTP stack, before the jail goes up."""
+    try:
+        from .setup.page import build_page_app
+        from .setup.runner import PageRunner
+    except ImportError as exc:
+        raise ConfigError(
+            f"the setup page needs its optional HTTP stack ({exc.name} is missing); install "
+            "it with: pip install 'fsnotes[setup]'"
+        ) from None
+    scope = flow.scope
+
+    def grantable(setup: Setup) -> bool:
+        try:
+            scope.target(lexical.path_components(setup.path), setup.access)
+        except (NotGrantable, SandboxError):
+            return False
+        return True
+
+    def app_factory() -> Any:
+        return build_page_app(
+            store=flow.store,
+            policy=config.setup,
+            state_dir=config.state_dir,
+            grantable=grantable,
+            on_decided=flow.on_decided,
+        )
+
+    return PageRunner(config.setup, app_factory, has_pending=lambda: flow.store.pending_count() > 0)
+
+
+def announce_setup_code(config: Config) -> None:
+    """Make a fresh setup code, write it to the state dir and print it on stderr."""
+    code = setup_code.new_code()
+    try:
+        path = setup_code.write_code(config.state_dir, code)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the setup code in {config.state_dir}: {exc}") from None
+    # Printed, not logged: it must reach the person whatever the log level.
+    print(
+        f"fsnotes: setup code {code} (also in {path}); the setup page at "
+        f"{config.setup.origin} asks for it before granting any folder",
+        file=sys.stderr,
+        flush=True,
     )
 
 
@@ -136,12 +251,23 @@ def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport |
     # The packages' own directories: with an editable install (a checkout) they are outside
     # the runtime prefix, and modules imported lazily later must still load.
     own = [os.path.dirname(os.path.abspath(m.__file__ or "")) for m in (sandbox, fsnotes_pkg)]
+    setup = server.config.setup
+    # The setup allowlist's parents bound what can ever be granted at run time; they are
+    # writable only when the page may grant write access.
+    parent_fds = [root.fileno() for root in server.parents]
+    writable_parents = parent_fds if setup.max_access >= Access.WRITE else []
     report = apply_landlock(
         # The descriptors the Roots resolve from, not the configured paths re-opened by name:
         # the rules then cover exactly the directories layer 2 works in.
-        writable=[root.fileno() for root in server.roots],
+        writable=[*(root.fileno() for root in server.roots), *writable_parents],
         state_dirs=[str(server.config.state_dir)],
-        read_only=[*runtime_read_only_paths(), *own, *extra_read_only],
+        read_only=[
+            *runtime_read_only_paths(),
+            *own,
+            *extra_read_only,
+            *(fd for fd in parent_fds if fd not in writable_parents),
+        ],
+        allow_bind_tcp=[setup.port] if setup.enabled else [],
     )
     if report.applied:
         log.info("Landlock ABI %s applied", report.abi)
@@ -158,6 +284,8 @@ def serve(config: Config) -> int:
 
     server = build(config)
     try:
+        if config.setup.enabled:
+            announce_setup_code(config)
         try:
             jail(server)
         except JailError as exc:

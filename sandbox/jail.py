@@ -247,7 +247,7 @@ def _abi_gaps(abi: int) -> list[str]:
 def apply_landlock(
     *,
     writable: Sequence[int | str],
-    read_only: Sequence[str],
+    read_only: Sequence[int | str],
     state_dirs: Sequence[int | str] = (),
     allow_bind_tcp: Sequence[int] = (),
 ) -> JailReport:
@@ -256,9 +256,10 @@ def apply_landlock(
     ``writable`` (workspaces) and ``state_dirs``: directory fds (``O_PATH`` is enough;
     they are not closed) or paths; they get read, write, create (regular files and
     directories), remove, rename/refer, truncate and list. ``read_only``: files or
-    directories that get read and list (usually :func:`runtime_read_only_paths`); missing
-    ones are skipped and noted in the report. ``allow_bind_tcp``: TCP ports the process may
-    still bind (ABI 4+); TCP connect is always denied.
+    directories (paths or fds) that get read and list (usually
+    :func:`runtime_read_only_paths`); missing ones are skipped and noted in the report.
+    ``allow_bind_tcp``: TCP ports the process may still bind (ABI 4+); TCP connect is
+    always denied.
 
     Raises :class:`JailError` (nothing applied) when called with more than one thread,
     when a workspace or state directory cannot be opened or is not a directory, or when

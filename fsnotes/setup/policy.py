@@ -65,3 +65,7 @@ class SetupPolicy:
             if rel and (best is None or len(rel) < len(best[1])):
                 best = (i, rel)
         return best
+
+
+class PageUnavailable(Exception):
+    """The setup page cannot listen (port taken, bind refused); the message says why."""

@@ -129,9 +129,12 @@ class SetupStore:
         self._path = state_dir / DB_NAME
         self._clock = clock
         self._local = threading.local()
-        with self._tx() as db:
-            db.executescript(
+        # One transaction (executescript would commit a surrounding one first): processes
+        # starting together create the schema once.
+        try:
+            self._connect().executescript(
                 """
+                BEGIN IMMEDIATE;
                 CREATE TABLE IF NOT EXISTS setup (
                     id TEXT PRIMARY KEY, principal TEXT NOT NULL, path TEXT NOT NULL,
                     access INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL,
@@ -146,8 +149,11 @@ class SetupStore:
                     PRIMARY KEY (principal, path));
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
                 INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0);
+                COMMIT;
                 """
             )
+        except sqlite3.OperationalError as exc:
+            raise SetupStoreBusy(f"the setup database cannot be set up ({exc})") from None
         os.chmod(self._path, 0o600)
 
     # --- plumbing ------------------------------------------------------------------------

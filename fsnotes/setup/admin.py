@@ -1,0 +1,89 @@
+"""``fsnotes grant``: the terminal equivalent of the setup page, for hosts without URL support.
+
+The operator at a terminal is the person the setup code proves on the page, so no code is
+asked here; the bounds are the same: the folder must be strictly below an allowlisted parent,
+at most ``max_access``, not overlapping a configured workspace, an existing real directory
+reached without symlinks. The grant goes to the same store the page writes, so a running
+server (any process sharing the state directory) picks it up on its next call, and a pending
+setup it satisfies is marked approved (a waiting ``notes_setup`` call then completes).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from sandbox import uri as lexical
+from sandbox.errors import SandboxError
+from sandbox.root import Root
+
+from ..config import Config, ConfigError
+from ..security.grants import Access, Grants
+from .runtime import NotGrantable, RuntimeScope
+from .store import SetupStore, SetupStoreBusy
+
+
+def run_grant(
+    config: Config, *, folder: str | None, access: str | None, revoke: bool, show: bool
+) -> int:
+    from ..server import prepare_state_dir
+
+    if sum([show, revoke, access is not None]) != 1:
+        raise ConfigError("say one of: --access LEVEL (with --workspace), --revoke, or --list")
+    prepare_state_dir(config)
+    try:
+        store = SetupStore(config.state_dir, clock=time.time)
+    except (SetupStoreBusy, OSError) as exc:
+        raise ConfigError(f"cannot open the grant database in {config.state_dir}: {exc}") from None
+    if show:
+        rows = store.grants()
+        if not rows:
+            print("no stored grants")
+        for g in rows:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(g.granted))
+            print(f"{g.principal}\t{g.access.label}\t{g.path}\t({g.source}, {when})")
+        return 0
+    if not folder:
+        raise ConfigError("--workspace PATH is required")
+    path = os.path.normpath(os.path.abspath(os.path.expanduser(folder)))
+    try:
+        components = lexical.path_components(path)
+    except SandboxError as exc:
+        raise ConfigError(f"--workspace {folder!r}: {exc}") from None
+    if revoke:
+        gone = store.revoke(config.principal, path)
+        print(
+            f"revoked {config.principal}'s grant on {path}"
+            if gone
+            else f"{config.principal} had no stored grant on {path}; nothing changed"
+        )
+        return 0
+    assert access is not None
+    level = Access.parse(access)
+    parents: list[Root] = []
+    try:
+        for parent in config.setup.allow:
+            try:
+                parents.append(Root.open(parent))
+            except (SandboxError, OSError) as exc:
+                raise ConfigError(f"cannot open setup allowlist folder {parent}: {exc}") from None
+        scope = RuntimeScope(
+            store=store,
+            policy=config.setup,
+            parents=parents,
+            grants=Grants(config.workspace_objects(), config.grants),
+            stores={},
+            extensions=config.extensions,
+        )
+        try:
+            target = scope.target(components, level)
+        except NotGrantable as exc:
+            print(f"fsnotes: not granted: {exc}", file=sys.stderr)
+            return 2
+        store.grant(config.principal, target.path, level)
+    finally:
+        for root in parents:
+            root.close()
+    print(f"granted '{level.label}' on {target.path} to {config.principal} ({target.uri})")
+    return 0

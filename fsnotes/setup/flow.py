@@ -1,0 +1,431 @@
+"""``notes_setup``: a person connects a folder out of band, on a page this server controls.
+
+Nothing the model says or fills in can grant access. The tool only *starts* a setup (a
+pending record in the state directory: principal, folder, access, expiry) and asks the host
+to open the setup page (URL-mode elicitation). The grant is made on the page, by a person who
+enters the setup code that only the server's operator can see; or at a terminal with
+``fsnotes grant``. The URL carries an opaque id and no secret; it grants nothing by itself.
+
+Both protocol eras, one handler:
+
+- 2026-07-28: ``input_required`` with the URL request and a sealed state naming the setup
+  (bound to principal, tool, arguments and expiry). The retry with ``accept`` checks the
+  store: approved → the grant; still pending → waits up to :data:`RETRY_WAIT_S`, then another
+  ``input_required``; refused on the page → a refusal result. ``decline``/``cancel`` in the
+  host cancel the setup and say so.
+- 2025-11-25: the same request goes out live (``elicitation/create`` with ``elicitationId``,
+  the setup id); after ``accept`` the call waits for the page up to the setup's expiry and
+  sends ``notifications/elicitation/complete`` on approval. A second call for a setup that a
+  live call is already waiting on cannot wait as well: it gets ``-32042`` with the same
+  elicitation, and the completion notification tells its client when to retry.
+
+Without ``elicitation.url`` declared on the request: ``-32021`` (modern) or an ``isError``
+result (legacy), each naming the exact ``fsnotes grant`` command that does the same thing.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox import errors as sx
+from sandbox import uri as lexical
+
+from ..notes.service import NotesService
+from ..protocol.registry import (
+    ElicitURL,
+    InputRequired,
+    MissingCapability,
+    RequestContext,
+    Tool,
+    ToolAnnotations,
+    ToolError,
+    ToolResult,
+    URLElicitationRequired,
+)
+from ..security.grants import Access
+from ..security.seal import Sealer, StateExpired, StateInvalid, StateUnknownKey, digest_arguments
+from .policy import PageUnavailable
+from .runtime import NotGrantable, RuntimeScope, Target
+from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
+
+log = logging.getLogger("fsnotes.setup")
+
+TOOL_NAME = "notes_setup"
+METHOD = "tools/call"
+SETUP_KEY = "connect_folder"
+# 2026-07-28: how long a retry with "accept" waits for the person before asking again. The
+# host's consent dialog returns as soon as the browser opens, long before anyone has typed
+# the code; a short wait here spares the person a second dialog in the common case.
+RETRY_WAIT_S = 20.0
+# How often a waiting call re-reads the store: another process (the page of another server
+# sharing the state directory, or `fsnotes grant`) may decide without waking us.
+POLL_S = 1.0
+
+AccessLabel = Literal["read", "write", "delete"]
+
+
+class SetupArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    workspaceUri: str = Field(
+        description="The folder to connect, as a file:// URI (for example "
+        "file:///notes/projects). A workspace you already have, to raise its access."
+    )
+    access: AccessLabel = Field(
+        default="read",
+        description="read: see notes; write: also create, edit and move; delete: also delete.",
+    )
+
+
+class SetupResult(BaseModel):
+    granted: bool
+    status: Literal[
+        "granted", "already_granted", "refused", "declined", "cancelled", "expired", "locked"
+    ]
+    message: str
+    workspaceUri: str
+    access: AccessLabel
+
+
+PageStarter = Callable[[], Awaitable[None]]
+
+
+class SetupFlow:
+    def __init__(
+        self,
+        *,
+        service: NotesService,
+        scope: RuntimeScope,
+        store: SetupStore,
+        sealer: Sealer,
+        clock: Callable[[], float],
+        state_dir: str,
+        grant_command: str,
+        start_page: PageStarter | None,
+    ) -> None:
+        self.service = service
+        self.scope = scope
+        self.store = store
+        self.sealer = sealer
+        self.clock = clock
+        self.state_dir = state_dir
+        self.grant_command = grant_command  # "fsnotes grant ..." with the server's options
+        self.start_page = start_page
+        self._events: dict[str, anyio.Event] = {}
+        self._notifiers: dict[str, list[Callable[[], Awaitable[None]]]] = {}
+        self._live_waits: dict[str, int] = {}  # legacy calls waiting on each setup
+
+    # --- called by the page (in the event loop) ------------------------------------------
+
+    async def on_decided(self, setup: Setup) -> None:
+        """The page decided ``setup``: wake the calls waiting on it; on approval, tell the
+        legacy clients that asked for it (``notifications/elicitation/complete``)."""
+        await anyio.to_thread.run_sync(self.scope.sync)
+        event = self._events.pop(setup.id, None)
+        if event is not None:
+            event.set()
+        notifiers = self._notifiers.pop(setup.id, [])
+        if setup.status is SetupStatus.APPROVED:
+            for notify in notifiers:
+                try:
+                    await notify()
+                except Exception:  # a client that went away must not break the page
+                    log.exception("could not send elicitation/complete for setup %s", setup.id)
+
+    # --- the tool ------------------------------------------------------------------------
+
+    def command_for(self, target: Target, access: Access) -> str:
+        return (
+            f"{self.grant_command} --workspace {_quote(target.path)} "
+            f"--principal {_quote(self.service.principal)} --access {access.label}"
+        )
+
+    async def handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
+        access = Access.parse(args.access)
+        try:
+            components = lexical.parse_file_uri(args.workspaceUri)
+        except sx.InvalidURI as exc:
+            raise ToolError(
+                f"That is not a valid local file:// URI ({exc}); pass the folder as "
+                "file:///absolute/path."
+            ) from None
+        uri = lexical.to_file_uri(components)
+        held = await anyio.to_thread.run_sync(self._held, components, access)
+        if held is not None:
+            return held
+        try:
+            target = await anyio.to_thread.run_sync(self.scope.target, components, access)
+        except NotGrantable as exc:
+            raise ToolError(str(exc)) from None
+        if not ctx.supports_elicitation("url"):
+            raise MissingCapability(
+                "Connecting a folder needs the person to open this server's setup page, and "
+                "this client cannot open URLs (it did not declare elicitation URL mode). The "
+                "person can grant it at a terminal instead: " + self.command_for(target, access),
+                required={"elicitation": {"url": {}}},
+            )
+        arguments = {"workspaceUri": uri, "access": access.label}
+        if ctx.request_state is None and ctx.input_responses is None:
+            return await self._start(ctx, target, access, arguments)
+        return await self._resume(ctx, target, access, arguments)
+
+    def _held(self, components: tuple[str, ...], access: Access) -> ToolResult | None:
+        """A result when the principal already has this access there, else ``None``."""
+        for ws, have in self.service.grants.granted(self.service.principal):
+            if have < access:
+                continue
+            if ws.components == components:
+                return _result(
+                    "already_granted",
+                    f"You already have '{have.label}' access to workspace '{ws.name}'.",
+                    ws.uri,
+                    access,
+                    granted=True,
+                )
+            if components[: len(ws.components)] == ws.components:
+                return _result(
+                    "already_granted",
+                    f"That folder is inside workspace '{ws.name}', where you already have "
+                    f"'{have.label}' access; use that workspace's URI ({ws.uri}).",
+                    ws.uri,
+                    access,
+                    granted=True,
+                )
+        return None
+
+    async def _start(
+        self, ctx: RequestContext, target: Target, access: Access, arguments: dict[str, Any]
+    ) -> InputRequired:
+        principal = self.service.principal
+        try:
+            setup = await anyio.to_thread.run_sync(
+                lambda: self.store.start(
+                    principal, target.path, access, lifetime=self.scope.policy.lifetime
+                )
+            )
+        except TooManyPending as exc:
+            raise ToolError(f"No new setup was started: {exc}.") from None
+        except SetupStoreBusy as exc:
+            raise ToolError(f"No setup was started: {exc}; try again shortly.") from None
+        if self.start_page is not None:
+            try:
+                await self.start_page()
+            except PageUnavailable as exc:
+                await anyio.to_thread.run_sync(self.store.cancel, setup.id, principal)
+                raise ToolError(
+                    f"The setup page cannot start ({exc}). The person can grant the folder at a "
+                    "terminal instead: " + self.command_for(target, access)
+                ) from None
+        request = self._elicitation(setup, target)
+        if ctx.era == "legacy" and self._live_waits.get(setup.id):
+            # A live call already waits on this setup (the host showed the page): this one
+            # cannot wait as well. The client retries when elicitation/complete arrives.
+            self._remember_notifier(ctx, setup.id)
+            raise URLElicitationRequired([request])
+        return InputRequired(requests={SETUP_KEY: request}, state=self._seal(setup, arguments))
+
+    def _elicitation(self, setup: Setup, target: Target) -> ElicitURL:
+        return ElicitURL(
+            message=(
+                f"fsnotes asks you to connect the folder {target.path} with "
+                f"'{setup.access.label}' access for '{setup.principal}'. Open the page, check "
+                "the request, and approve it with the setup code that fsnotes printed when it "
+                f"started (also in {self.state_dir}/setup-code), or deny it."
+            ),
+            url=self.scope.policy.page_url(setup.id),
+            elicitation_id=setup.id,
+        )
+
+    def _seal(self, setup: Setup, arguments: Mapping[str, Any]) -> str:
+        return self.sealer.seal(
+            {
+                "v": 1,
+                "p": self.service.principal,
+                "m": METHOD,
+                "t": TOOL_NAME,
+                "a": digest_arguments(arguments),
+                "s": setup.id,
+                "exp": int(setup.expires) + 1,
+            }
+        )
+
+    def _remember_notifier(self, ctx: RequestContext, setup_id: str) -> None:
+        notify = ctx.elicitation_complete_notifier(setup_id)
+        if notify is not None:
+            self._notifiers.setdefault(setup_id, []).append(notify)
+
+    async def _resume(
+        self, ctx: RequestContext, target: Target, access: Access, arguments: dict[str, Any]
+    ) -> ToolResult | InputRequired:
+        try:
+            sealed = self.sealer.open(ctx.request_state, now=self.clock())
+        except (StateExpired, StateUnknownKey):
+            # Too old, or from before a key rotation: start (or find) the setup afresh.
+            return await self._start(ctx, target, access, arguments)
+        except StateInvalid:
+            raise ToolError(
+                "The setup state is not one this server issued unaltered; nothing was granted. "
+                "Call notes_setup again without requestState."
+            ) from None
+        if (
+            sealed.get("v") != 1
+            or sealed.get("p") != self.service.principal
+            or sealed.get("m") != METHOD
+            or sealed.get("t") != TOOL_NAME
+            or sealed.get("a") != digest_arguments(arguments)
+            or not isinstance(sealed.get("s"), str)
+        ):
+            raise ToolError(
+                "That setup state belongs to a different request (another principal, tool or "
+                "arguments); nothing was granted. Call notes_setup again with these arguments."
+            )
+        setup_id = str(sealed["s"])
+        setup = await anyio.to_thread.run_sync(self.store.get, setup_id)
+        if (
+            setup is None
+            or setup.principal != self.service.principal
+            or setup.path != target.path
+            or setup.access != access
+        ):
+            raise ToolError("That setup no longer exists; call notes_setup again to start one.")
+        answer = (ctx.input_responses or {}).get(SETUP_KEY)
+        if answer is None:
+            return await self._start(ctx, target, access, arguments)  # no answer: ask again
+        action = answer.get("action") if isinstance(answer, Mapping) else None
+        if action not in ("accept", "decline", "cancel"):
+            raise ToolError(
+                "The answer to the setup request is malformed (it needs an action of accept, "
+                "decline or cancel); nothing was granted."
+            )
+        if action != "accept":
+            await anyio.to_thread.run_sync(self.store.cancel, setup.id, setup.principal)
+            verb = "declined to open" if action == "decline" else "dismissed"
+            return _result(
+                "declined" if action == "decline" else "cancelled",
+                f"The person {verb} the setup page, so no setup took place and nothing was "
+                "granted.",
+                target.uri,
+                access,
+            )
+        if ctx.era == "legacy":
+            self._remember_notifier(ctx, setup.id)
+            self._live_waits[setup.id] = self._live_waits.get(setup.id, 0) + 1
+            try:
+                setup = await self._wait(setup, setup.expires - self.clock())
+            finally:
+                self._live_waits[setup.id] -= 1
+                if not self._live_waits[setup.id]:
+                    del self._live_waits[setup.id]
+        else:
+            setup = await self._wait(setup, RETRY_WAIT_S)
+            if setup.status is SetupStatus.PENDING:
+                return InputRequired(
+                    requests={SETUP_KEY: self._elicitation(setup, target)},
+                    state=self._seal(setup, arguments),
+                )
+        return await self._outcome(setup, target, access)
+
+    async def _wait(self, setup: Setup, timeout: float) -> Setup:
+        """The setup once decided, or as it stands after ``timeout`` seconds."""
+        deadline = self.clock() + max(0.0, timeout)
+        while setup.status is SetupStatus.PENDING:
+            left = deadline - self.clock()
+            if left <= 0:
+                break
+            event = self._events.setdefault(setup.id, anyio.Event())
+            with anyio.move_on_after(min(POLL_S, left)):
+                await event.wait()
+            current = await anyio.to_thread.run_sync(self.store.get, setup.id)
+            if current is None:
+                break
+            setup = current
+        return setup
+
+    async def _outcome(self, setup: Setup, target: Target, access: Access) -> ToolResult:
+        status = setup.status
+        if status is SetupStatus.APPROVED:
+            await anyio.to_thread.run_sync(self.scope.sync)
+            held = await anyio.to_thread.run_sync(self._held, target.components, access)
+            if held is None:
+                raise ToolError(
+                    "The setup was approved, but the grant is not in effect (the configuration "
+                    "changed meanwhile); nothing was granted."
+                )
+            return _result(
+                "granted",
+                f"The person approved: you now have '{access.label}' access to {target.uri}. "
+                "Call workspaces_list to see it.",
+                target.uri,
+                access,
+                granted=True,
+            )
+        messages = {
+            SetupStatus.DENIED: (
+                "refused",
+                "The person refused on the setup page; nothing was granted.",
+            ),
+            SetupStatus.CANCELLED: ("cancelled", "The setup was cancelled; nothing was granted."),
+            SetupStatus.EXPIRED: (
+                "expired",
+                "Nobody approved the setup before it expired; "
+                "nothing was granted. Call notes_setup again to start anew.",
+            ),
+            SetupStatus.LOCKED: (
+                "locked",
+                "The setup was locked after too many wrong setup codes; nothing was granted.",
+            ),
+            SetupStatus.PENDING: (
+                "expired",
+                "Nobody approved the setup in time; nothing was "
+                "granted. Call notes_setup again to start anew.",
+            ),
+        }
+        outcome, text = messages[status]
+        return _result(outcome, text, target.uri, access)
+
+
+def _result(
+    status: str, message: str, uri: str, access: Access, *, granted: bool = False
+) -> ToolResult:
+    return ToolResult(
+        structured=SetupResult.model_validate(
+            {
+                "granted": granted,
+                "status": status,
+                "message": message,
+                "workspaceUri": uri,
+                "access": access.label,
+            }
+        ),
+        text=message,
+    )
+
+
+def _quote(text: str) -> str:
+    return shlex.quote(text)
+
+
+def build_setup_tool(flow: SetupFlow) -> Tool:
+    async def notes_setup(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequired:
+        assert isinstance(args, SetupArgs)
+        return await flow.handle(ctx, args)
+
+    return Tool(
+        name=TOOL_NAME,
+        title="Connect a folder",
+        description="Ask the person to connect a folder (or raise your access to one). "
+        "fsnotes opens its own setup page, where the person approves or denies with a code "
+        "only they have; you cannot approve for them. Returns whether access was granted.",
+        input_model=SetupArgs,
+        output_model=SetupResult,
+        annotations=ToolAnnotations(
+            title="Connect a folder", read_only=False, destructive=False, idempotent=True
+        ),
+        handler=notes_setup,
+    )
