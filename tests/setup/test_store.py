@@ -194,7 +194,7 @@ def test_cli_grant_sets_exactly_approves_what_it_satisfies_and_revokes(store: Se
 
 
 def _approve_in_child(
-    state_dir: str, setup_id: str, token: str, out: "multiprocessing.Queue[str]"
+    state_dir: str, setup_id: str, token: str, out: multiprocessing.Queue[str]
 ) -> None:
     import time
 
