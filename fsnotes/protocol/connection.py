@@ -251,6 +251,9 @@ class _Runtime:
         if self._request.era != "legacy":
             return None
         conn, peer = self._conn, self._peer
+        known = conn._completion_notifiers.get(elicitation_id)
+        if known is not None:
+            return known  # one per id and connection, so callers can de-duplicate
         message: JSONObject = {
             "jsonrpc": "2.0",
             "method": "notifications/elicitation/complete",
@@ -263,6 +266,7 @@ class _Runtime:
             if not conn._closed:
                 await peer.send(message)
 
+        conn._completion_notifiers[elicitation_id] = notify
         return notify
 
 
@@ -297,6 +301,11 @@ class ServerConnection:
     _roots_running: bool = field(default=False, init=False)
     _roots_again: bool = field(default=False, init=False)
     _roots_runs: int = field(default=0, init=False)
+    # Legacy elicitation/complete senders by elicitation id. Bounded in practice by the
+    # handlers that ask (the setup flow: a few pending setups per principal).
+    _completion_notifiers: dict[str, Callable[[], Awaitable[None]]] = field(
+        default_factory=dict, init=False
+    )
 
     def __post_init__(self) -> None:
         self._tools: dict[str, _ToolEntry] = {}

@@ -257,8 +257,9 @@ class SetupFlow:
 
     def _remember_notifier(self, ctx: RequestContext, setup_id: str) -> None:
         notify = ctx.elicitation_complete_notifier(setup_id)
-        if notify is not None:
-            self._notifiers.setdefault(setup_id, []).append(notify)
+        waiting = self._notifiers.setdefault(setup_id, [])
+        if notify is not None and notify not in waiting:
+            waiting.append(notify)
 
     async def _resume(
         self, ctx: RequestContext, target: Target, access: Access, arguments: dict[str, Any]

@@ -177,3 +177,19 @@ async def test_stdio_transport_runs_inside_the_app_lifespan() -> None:
     finally:
         for fd in (in_r, out_r, out_w):
             os.close(fd)
+
+
+@pytest.mark.anyio
+async def test_one_completion_notifier_per_elicitation_id_and_connection() -> None:
+    kept: list[Any] = []
+
+    async def handler(ctx: RequestContext, args: BaseModel) -> ToolResult:
+        kept.append(ctx.elicitation_complete_notifier("same"))
+        kept.append(ctx.elicitation_complete_notifier("other"))
+        return ToolResult(text="ok")
+
+    async with running(ServerConnection(app_with(handler))) as h:
+        await legacy(h, URL_CAPS)
+        await h.call(tcall(1))
+        await h.call(tcall(2))
+    assert kept[0] is kept[2] and kept[1] is kept[3] and kept[0] is not kept[1]
