@@ -1,0 +1,267 @@
+"""The setup page's lifetime: a uvicorn server started on demand inside an anyio task group.
+
+By default the page listens only while a setup is pending: :meth:`PageRunner.ensure_started`
+is called when a setup starts, and a watcher stops the page once no setup has been pending
+for ``idle_grace`` seconds (the grace lets a person still see the result page and lets a
+quick second request reuse the server). With ``policy.always_on`` (``--setup-port``) the page
+starts when :meth:`PageRunner.running` is entered and stays up until it exits.
+
+The runner binds the listening socket itself, so a port that is taken or a bind that is
+refused (Landlock allows binding only the configured setup port) becomes a
+:class:`PageUnavailable` with a sentence the caller can show, instead of uvicorn's
+``sys.exit``. uvicorn's signal handlers are disabled: the stdio server keeps its own.
+
+Limits: uvicorn runs on asyncio, so the runner needs the asyncio backend of anyio. Starlette
+and uvicorn are an optional extra: import this module only when the page is wanted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import uvicorn
+from starlette.types import ASGIApp
+
+from .policy import PageUnavailable, SetupPolicy
+
+__all__ = ["PAGE_IDLE_GRACE_S", "PageRunner", "PageUnavailable"]
+
+log = logging.getLogger(__name__)
+
+# Keep the page up this long after the last pending setup ends: the person may reload the
+# result page, and the next setup soon after reuses the running server.
+PAGE_IDLE_GRACE_S = 60.0
+# How often the idle watcher asks the store whether a setup is pending (one small query).
+IDLE_POLL_S = 1.0
+# uvicorn starts in a few milliseconds; longer means the event loop is badly stuck.
+STARTUP_TIMEOUT_S = 10.0
+# On stop, open connections get this long to finish their response before being cut.
+SHUTDOWN_GRACE_S = 2
+# Bound on a whole stop (uvicorn's own shutdown polls every 0.1 s on top of the grace).
+STOP_TIMEOUT_S = SHUTDOWN_GRACE_S + 3.0
+# A person's browser opens a handful of connections; more at once is not a person.
+MAX_CONNECTIONS = 32
+LISTEN_BACKLOG = 64
+# Idle keep-alive connections are closed after this long, so they do not hold a stop.
+KEEP_ALIVE_S = 5
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to its host process."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    where = f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except socket.gaierror as exc:
+        raise PageUnavailable(
+            f"the setup page cannot listen on {where}: {host!r} is not a numeric IP address "
+            f"({exc.strerror})"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        # Rebinding right after a stop must not wait for TIME_WAIT connections to clear;
+        # this does not let two listeners share the port (that needs SO_REUSEPORT).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            reason = "the port is already in use (another fsnotes, or another program)"
+        elif exc.errno in (errno.EACCES, errno.EPERM):
+            reason = (
+                "binding was refused (a port below 1024 needs privileges; under Landlock only "
+                "the configured setup port may be bound)"
+            )
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            reason = "that address is not on this machine"
+        else:
+            reason = exc.strerror or str(exc)
+        raise PageUnavailable(f"the setup page cannot listen on {where}: {reason}") from None
+    return sock
+
+
+class PageRunner:
+    """Starts, keeps and stops the setup page; one server at a time.
+
+    Use inside ``async with runner.running():``. :meth:`ensure_started` and :meth:`stop` may
+    be called from any task of the same event loop, any number of times.
+    """
+
+    def __init__(
+        self,
+        policy: SetupPolicy,
+        app_factory: Callable[[], ASGIApp],
+        *,
+        has_pending: Callable[[], bool],
+        idle_grace: float = PAGE_IDLE_GRACE_S,
+        poll_interval: float = IDLE_POLL_S,
+    ) -> None:
+        self._policy = policy
+        self._app_factory = app_factory
+        self._has_pending = has_pending
+        self._idle_grace = idle_grace
+        self._poll = poll_interval
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._server: _QuietServer | None = None
+        self._finished: anyio.Event | None = None
+        self._lock = anyio.Lock()
+        self._idle_since: float | None = None
+
+    @property
+    def url_base(self) -> str:
+        """``http://127.0.0.1:<port>``: what the person's browser opens (and sends as Origin)."""
+        return self._policy.origin
+
+    @property
+    def is_running(self) -> bool:
+        """Whether the page is serving now."""
+        return self._server is not None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[PageRunner]:
+        """The runner's task group: the page can serve inside it and is stopped on exit
+        (gracefully, even when the exit is a cancellation)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                if self._policy.always_on:
+                    await self.ensure_started()
+                yield self
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.stop()
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    async def ensure_started(self) -> None:
+        """Serve the page if it is not served yet; return once it accepts connections.
+
+        Raises:
+            PageUnavailable: the port is taken or binding is refused.
+            RuntimeError: called outside :meth:`running`, or not on asyncio.
+        """
+        async with self._lock:
+            self._idle_since = None  # a setup was just started: the grace restarts
+            if self._server is not None:
+                return
+            tg = self._tg
+            if tg is None:
+                raise RuntimeError("PageRunner.ensure_started needs 'async with runner.running()'")
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                raise RuntimeError("the setup page runs on uvicorn, which needs asyncio") from None
+            sock = _bind(self._policy.bind, self._policy.port)
+            config = uvicorn.Config(
+                self._app_factory(),
+                host=self._policy.bind,
+                port=self._policy.port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                http="h11",
+                ws="none",
+                proxy_headers=False,  # nothing stands between the browser and this socket
+                server_header=False,
+                limit_concurrency=MAX_CONNECTIONS,
+                timeout_keep_alive=KEEP_ALIVE_S,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            )
+            server = _QuietServer(config)
+            finished = anyio.Event()
+            tg.start_soon(self._serve, server, sock, finished)
+            with anyio.move_on_after(STARTUP_TIMEOUT_S):
+                while not server.started and not finished.is_set():
+                    await anyio.sleep(0.005)
+            if not server.started:
+                server.should_exit = True
+                raise PageUnavailable(
+                    f"the setup page on {self._policy.host_header} did not start "
+                    "(see the server's error output)"
+                )
+            self._server = server
+            self._finished = finished
+            log.info("setup page listening on %s", self._policy.origin)
+            if not self._policy.always_on:
+                tg.start_soon(self._watch_idle, server)
+
+    async def stop(self) -> None:
+        """Stop serving (open responses get :data:`SHUTDOWN_GRACE_S`); no-op when stopped."""
+        async with self._lock:
+            await self._stop_locked()
+
+    async def _stop_locked(self) -> None:
+        server, finished = self._server, self._finished
+        if server is None or finished is None:
+            return
+        self._server = self._finished = None
+        server.should_exit = True
+        with anyio.move_on_after(STOP_TIMEOUT_S) as scope:
+            await finished.wait()
+        if scope.cancelled_caught:
+            server.force_exit = True
+            log.warning("setup page did not stop within %.0f s; forcing it", STOP_TIMEOUT_S)
+            with anyio.move_on_after(1.0):
+                await finished.wait()
+        log.info("setup page stopped")
+
+    async def _serve(
+        self, server: _QuietServer, sock: socket.socket, finished: anyio.Event
+    ) -> None:
+        try:
+            await server.serve(sockets=[sock])
+        except (Exception, SystemExit):
+            # The page failing must not take the stdio server down with the task group;
+            # the page is simply not served any more (the next ensure_started retries).
+            log.exception("the setup page stopped on an error")
+        finally:
+            # A cancelled serve() skips uvicorn's shutdown: close what it opened ourselves.
+            for listener in getattr(server, "servers", []):
+                listener.close()
+            for connection in list(server.server_state.connections):
+                connection.shutdown()
+            sock.close()
+            finished.set()
+            if self._server is server:  # it ended on its own (not through stop())
+                self._server = self._finished = None
+
+    async def _watch_idle(self, server: _QuietServer) -> None:
+        while self._server is server:
+            await anyio.sleep(self._poll)
+            pending = await anyio.to_thread.run_sync(self._has_pending)
+            now = anyio.current_time()
+            if pending:
+                self._idle_since = None
+                continue
+            if self._idle_since is None:
+                self._idle_since = now
+                continue
+            if now - self._idle_since < self._idle_grace:
+                continue
+            async with self._lock:
+                # Re-check under the lock: a setup started since the last poll has either
+                # reset the grace (ensure_started) or is visible to has_pending now.
+                if self._server is not server or self._idle_since is None:
+                    continue
+                if await anyio.to_thread.run_sync(self._has_pending):
+                    self._idle_since = None
+                    continue
+                await self._stop_locked()
+            return
