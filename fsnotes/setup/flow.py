@@ -156,9 +156,11 @@ class SetupFlow:
                 "file:///absolute/path."
             ) from None
         uri = lexical.to_file_uri(components)
-        held = await anyio.to_thread.run_sync(self._held, components, access)
-        if held is not None:
-            return held
+        first_round = ctx.request_state is None and ctx.input_responses is None
+        if first_round:
+            held = await anyio.to_thread.run_sync(self._held, components, access)
+            if held is not None:
+                return held
         try:
             target = await anyio.to_thread.run_sync(self.scope.target, components, access)
         except NotGrantable as exc:
@@ -171,7 +173,7 @@ class SetupFlow:
                 required={"elicitation": {"url": {}}},
             )
         arguments = {"workspaceUri": uri, "access": access.label}
-        if ctx.request_state is None and ctx.input_responses is None:
+        if first_round:
             return await self._start(ctx, target, access, arguments)
         return await self._resume(ctx, target, access, arguments)
 
