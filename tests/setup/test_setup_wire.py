@@ -172,7 +172,7 @@ def test_decline_or_cancel_in_the_host_means_no_setup(
     assert "nothing was granted" in result["content"][0]["text"]
     # The page no longer offers the form.
     page, token = Person(port).open(first["inputRequests"]["connect_folder"]["params"]["url"])
-    assert token is None
+    assert token is None and "cancel" in page.body.lower()
     assert SetupStore(place / "state", clock=time.time).grants() == []
 
 
