@@ -4,11 +4,18 @@
 #     --security-opt no-new-privileges --user "$(id -u):$(id -g)" \
 #     -v "$HOME/notes:/notes" -v "$HOME/.local/state/fsnotes:/state" IMAGE
 #
+# With the setup page (README, "Connecting folders at run time"): drop --network none,
+# publish the page on the host's loopback only, and bind it on all container interfaces:
+#   ... -p 127.0.0.1:8765:8765 -e FSNOTES_SETUP_BIND=0.0.0.0 \
+#     -e FSNOTES_WORKSPACE=/notes/personal -e FSNOTES_SETUP_ALLOW=/notes IMAGE
+#
 # BASE_IMAGE: any Debian-like image with python3 >= 3.11. CI overrides it with a local
 # debootstrap + `docker import` image because no registry is reachable there.
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 # --- stage 1: build the fsnotes wheel and install it with its runtime deps into a venv
+# (with the [setup] extra: the setup page's HTTP stack, imported only when a setup
+# allowlist is configured)
 FROM ${BASE_IMAGE} AS wheels
 COPY . /src
 # Offline when the context carries wheels/ (prepared by .ci/docker.sh): Debian's python3
@@ -21,11 +28,11 @@ RUN set -eu; \
         pip_whl=$(ls /src/wheels/pip-*.whl); \
         pip="/opt/venv/bin/python $pip_whl/pip"; \
         $pip wheel -q --no-index --find-links /src/wheels --no-deps -w /tmp/dist /src; \
-        $pip install -q --no-index --find-links /src/wheels --no-compile /tmp/dist/fsnotes-*.whl; \
+        $pip install -q --no-index --find-links /src/wheels --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup]"; \
     else \
         python3 -m venv --without-pip /opt/venv; \
         python3 -m pip wheel -q --no-deps -w /tmp/dist /src; \
-        python3 -m pip --python /opt/venv/bin/python install -q --no-compile /tmp/dist/fsnotes-*.whl; \
+        python3 -m pip --python /opt/venv/bin/python install -q --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup]"; \
     fi; \
     /opt/venv/bin/python -m compileall -q /opt/venv/lib
 

@@ -175,7 +175,9 @@ prepare_context() {
     deps=$("$py" - "$REPO/pyproject.toml" <<'EOF'
 import sys, tomllib
 with open(sys.argv[1], "rb") as f:
-    print("\n".join(tomllib.load(f)["project"]["dependencies"]))
+    project = tomllib.load(f)["project"]
+# The image carries the setup page's optional stack too (see the Dockerfile).
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["setup"]))
 EOF
     )
     local wheel_cache="$CI_DIR/wheel-cache"
