@@ -64,7 +64,10 @@ def report(applied: JailReport | None = None) -> dict[str, Any]:
             f"{facts.openat2_detail}: equally safe, a little slower per file operation."
         )
 
+    setup_page = _setup_page(facts.landlock_abi)
+
     return {
+        "setup_page": setup_page,
         "platform": facts.platform,
         "python": sys.version.split()[0],
         "layers": {
@@ -101,6 +104,34 @@ def report(applied: JailReport | None = None) -> dict[str, Any]:
             },
         },
         "warnings": warnings,
+    }
+
+
+# Landlock handles TCP bind/connect from ABI 4 (Linux 6.7): only then can the jail limit the
+# setup page to its one port.
+_LANDLOCK_NET_ABI = 4
+
+
+def _setup_page(abi: int | None) -> dict[str, Any]:
+    """Whether the setup page (notes_setup) can run here, and how well it is confined."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for package in ("starlette", "uvicorn"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    installed = all(versions.values())
+    return {
+        "http_stack": versions,
+        "available": installed,
+        "landlock_limits_ports": abi is not None and abi >= _LANDLOCK_NET_ABI,
+        "detail": (
+            "the setup page can run (enable it with --setup-allow)"
+            if installed
+            else "the setup page's HTTP stack is not installed: pip install 'fsnotes[setup]'"
+        ),
     }
 
 
@@ -159,6 +190,17 @@ def format_text(report: dict[str, Any]) -> str:
     else:
         lines.append(f"Seccomp: {mode}.")
     lines.append(f"  {sc['note']}.")
+
+    page = report["setup_page"]
+    lines.append(f"Setup page (notes_setup): {page['detail']}.")
+    if page["available"]:
+        stack = ", ".join(f"{k} {v}" for k, v in page["http_stack"].items())
+        ports = (
+            "Landlock limits binding to its one port"
+            if page["landlock_limits_ports"]
+            else "this kernel's Landlock cannot limit TCP ports (needs ABI 4, Linux 6.7)"
+        )
+        lines.append(f"  {stack}; {ports}.")
 
     priv = layers["privileges"]
     caps = priv["capabilities"]

@@ -100,3 +100,28 @@ def test_jailed_process_reports_landlock_applied_and_is_detected(tmp_path: Path)
     assert landlock["applied"]["abi"] == landlock_abi()
     assert "Landlock (layer 3): applied" in result["text"]
     assert result["detected"] is True
+
+
+def test_doctor_reports_whether_the_setup_page_can_run() -> None:
+    import json
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    out = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    page = json.loads(out)["setup_page"]
+    assert page["available"] is True
+    assert page["http_stack"] == {
+        "starlette": metadata.version("starlette"),
+        "uvicorn": metadata.version("uvicorn"),
+    }
+    text = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "doctor"], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert "Setup page (notes_setup): the setup page can run" in text
