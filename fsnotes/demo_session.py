@@ -276,3 +276,141 @@ async def _scripted(vault: Path, base: Path, devnull: Any) -> None:
             )
         _say((result.structured_content or {}).get("message", ""), 2)
         _check((vault / "ideas.txt").exists(), "a declined delete keeps the note")
+
+    await _setup_session(vault, base, devnull)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _person_on_the_page(url: str, code: str) -> str:
+    """What the person does in their browser: open the page, type the code, approve.
+
+    Plain HTTP with the headers a browser sends (Host, Origin, the page's cookie and form
+    token); returns the heading of the page they end on.
+    """
+    import http.client
+    import re
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc
+
+    def fetch(method: str, body: str | None, headers: dict[str, str]) -> tuple[str, list[str]]:
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+        try:
+            conn.request(method, parts.path, body=body, headers={"Host": host, **headers})
+            resp = conn.getresponse()
+            cookies = [
+                v.split(";", 1)[0] for k, v in resp.getheaders() if k.lower() == "set-cookie"
+            ]
+            return resp.read().decode("utf-8", "replace"), cookies
+        finally:
+            conn.close()
+
+    page, cookies = fetch("GET", None, {})
+    token = re.search(r'name="csrf" value="([^"]+)"', page)
+    if token is None:
+        raise DemoFailure("the setup page offered no form")
+    form = urllib.parse.urlencode({"csrf": token.group(1), "code": code, "action": "approve"})
+    done, _ = fetch(
+        "POST",
+        form,
+        {
+            "Origin": f"http://{host}",
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Cookie": "; ".join(cookies),
+        },
+    )
+    heading = re.search(r"<h1[^>]*>(.*?)</h1>", done, re.S)
+    return re.sub(r"<[^>]+>", "", heading.group(1)).strip() if heading else "(no heading)"
+
+
+async def _setup_session(vault: Path, base: Path, devnull: Any) -> None:
+    import threading
+    import time
+
+    import mcp.types as types
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.client import ClientRequestContext
+
+    shared = base / "shared"
+    (shared / "garden-club").mkdir(parents=True)
+    (shared / "garden-club" / "minutes.md").write_text(
+        "# Garden club minutes\n\nSeed swap on Saturday. #garden\n"
+    )
+    state = base / "state"
+    port = _free_port()
+    approvals: list[Any] = []
+
+    async def host(ctx: ClientRequestContext, p: types.ElicitRequestParams) -> types.ElicitResult:
+        if not isinstance(p, types.ElicitRequestURLParams):
+            raise DemoFailure("expected a URL-mode request")
+        _say("┌─ the host asks the person to open a page ──────────────────────", 4)
+        _say(f"│ {p.message}", 4)
+        _say(f"│ {p.url}", 4)
+        _say("└─ the person agrees; their browser opens it (the model never sees the page)", 4)
+        code = (state / "setup-code").read_text().strip()
+
+        def later() -> None:
+            # The person, not the host: they act in their browser after the host answered.
+            time.sleep(0.3)
+            heading = _person_on_the_page(p.url, code)
+            _say(f"   (on the page, the person types the setup code and approves: {heading!r})")
+            approvals.append(heading)
+
+        threading.Thread(target=later, daemon=True).start()
+        return types.ElicitResult(action="accept")
+
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "fsnotes",
+            "serve",
+            "--workspace",
+            str(vault),
+            "--state-dir",
+            str(state),
+            "--setup-allow",
+            str(shared),
+            "--setup-port",
+            str(port),
+        ],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    async with (
+        stdio_client(server, errlog=devnull) as (r, w),
+        ClientSession(r, w, elicitation_callback=host) as s,
+    ):
+        init = await s.initialize()
+        _say(
+            f"\n== Session 3: protocol {init.protocol_version}; connecting a folder out of band "
+            f"(fsnotes serve ... --setup-allow {shared})"
+        )
+        outside = {"workspaceUri": (base / "outside-secret.md").as_uri(), "access": "read"}
+        _say(f"\n> notes_setup {json.dumps(outside)}")
+        res = await s.call_tool("notes_setup", outside)
+        _say(f"! refused: {getattr(res.content[0], 'text', '')}", 2)
+        _check(bool(res.is_error), "a folder outside the allowlist cannot even be asked for")
+
+        args = {"workspaceUri": (shared / "garden-club").as_uri(), "access": "read"}
+        _say(f"\n> notes_setup {json.dumps(args)}")
+        res = await s.call_tool("notes_setup", args)
+        data = res.structured_content or {}
+        _say(str(data.get("message", "")), 2)
+        _check(data.get("status") == "granted" and len(approvals) == 1, "approved on the page")
+
+        _say('\n> notes_search {"workspaceUri": …garden-club, "query": "seed"}')
+        res = await s.call_tool(
+            "notes_search", {"workspaceUri": args["workspaceUri"], "query": "seed"}
+        )
+        hits = (res.structured_content or {}).get("results", [])
+        for h in hits:
+            _say(f"{h['path']}: {h['snippets'][0]['text']}", 2)
+        _check(bool(hits) and not res.is_error, "the granted folder is searchable")
