@@ -211,7 +211,6 @@ class PageRunner:
         server, finished = self._server, self._finished
         if server is None or finished is None:
             return
-        self._server = self._finished = None
         server.should_exit = True
         with anyio.move_on_after(STOP_TIMEOUT_S) as scope:
             await finished.wait()
@@ -220,6 +219,8 @@ class PageRunner:
             log.warning("setup page did not stop within %.0f s; forcing it", STOP_TIMEOUT_S)
             with anyio.move_on_after(1.0):
                 await finished.wait()
+        # Only now: is_running stays true until the socket is closed.
+        self._server = self._finished = None
         log.info("setup page stopped")
 
     async def _serve(
