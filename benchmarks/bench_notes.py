@@ -7,6 +7,10 @@ Same run, same minimal client, same 4 KiB Markdown file:
     the node server's ``read_text_file`` of the same file; median and p99.
 Reported as ratios ours/node. Not a timed test: the machine is shared and noisy.
 
+Also ours with run-time setup enabled (``--setup-allow``: the HTTP stack is imported before
+the jail, and every lookup checks the grant database's generation), reading the same note
+in a folder granted at run time; reported as ratios setup/ours.
+
 Usage: python benchmarks/bench_notes.py [--spawns N] [--calls N]
 Writes benchmarks/results/notes.json.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,6 +72,41 @@ def run(spawns: int, calls: int) -> dict[str, Any]:
         s.close()
         report["ours"] = ours
 
+        shared = root / "shared"
+        (shared / "granted").mkdir(parents=True)
+        (shared / "granted" / "note.md").write_text(NOTE)
+        grant = [
+            sys.executable,
+            "-m",
+            "fsnotes",
+            "grant",
+            "--state-dir",
+            str(root / "state"),
+            "--setup-allow",
+            str(shared),
+            "--workspace",
+            str(shared / "granted"),
+            "--access",
+            "read",
+        ]
+        subprocess.run(grant, check=True, capture_output=True)
+        setup_cmd = [*ours_cmd, "--setup-allow", str(shared)]
+        with_setup: dict[str, Any] = {"cold_start": cold_start(setup_cmd, spawns)}
+        s = Session(setup_cmd)
+        s.initialize()
+        call = {
+            "name": "notes_read",
+            "arguments": {"uri": (shared / "granted" / "note.md").as_uri()},
+        }
+        with_setup["read"] = stats_ms(timed(lambda: s.request("tools/call", call), calls, warm))
+        s.close()
+        report["ours_with_setup"] = with_setup
+        report["ratios_setup_over_ours"] = {
+            f"{part}.{stat}": round(with_setup[part][stat] / ours[part][stat], 3)
+            for part in ("cold_start", "read")
+            for stat in ("median_ms", "p99_ms")
+        }
+
         why_not = ensure_node_server()
         if why_not is not None:
             report["node_reference"] = {"skipped": why_not}
@@ -105,6 +145,14 @@ def main() -> int:
             f"{part:<14}{o['median_ms']:>10.3f}ms{o['p99_ms']:>7.2f}ms"
             f"{n.get('median_ms', float('nan')):>11.3f}ms{n.get('p99_ms', float('nan')):>7.2f}ms"
             f"{ratio:>11}"
+        )
+    with_setup = report["ours_with_setup"]
+    for part in ("cold_start", "read"):
+        w = with_setup[part]
+        ratio = report["ratios_setup_over_ours"][f"{part}.median_ms"]
+        print(
+            f"{part + ' +setup':<14}{w['median_ms']:>10.3f}ms{w['p99_ms']:>7.2f}ms"
+            f"{'(vs ours)':>20}{ratio:>11}"
         )
     return 0
 
