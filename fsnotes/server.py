@@ -9,6 +9,7 @@ directory and the read-only runtime, whatever the code above it does.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import shlex
@@ -286,6 +287,16 @@ def serve(config: Config) -> int:
     try:
         if config.setup.enabled:
             announce_setup_code(config)
+            if not ipaddress.ip_address(config.setup.bind).is_loopback:
+                # Meant for a container whose port is published to the host's loopback only;
+                # on a host it exposes the page (still code-protected) to the network.
+                log.warning(
+                    "the setup page listens on %s, not a loopback address: publish its port "
+                    "to 127.0.0.1 only (docker run -p 127.0.0.1:%d:%d)",
+                    config.setup.bind,
+                    config.setup.port,
+                    config.setup.port,
+                )
         try:
             jail(server)
         except JailError as exc:
