@@ -101,9 +101,9 @@ _STYLE = """
 --warn-bg:#fff8c5;--err-bg:#ffebe9;--ok-bg:#dafbe1;--focus:#0969da}
 *{box-sizing:border-box}
 html{background:var(--bg)}
-body{margin:0;padding:40px 16px;color:var(--ink);font:16px/1.5 system-ui,-apple-system,
+body{margin:0;padding:32px 16px;color:var(--ink);font:16px/1.5 system-ui,-apple-system,
 "Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","DejaVu Sans",sans-serif}
-main{max-width:620px;margin:0 auto;background:var(--card);border:1px solid var(--line);
+main{max-width:680px;margin:0 auto;background:var(--card);border:1px solid var(--line);
 border-radius:12px;box-shadow:0 1px 3px rgba(27,31,36,.08),0 8px 24px rgba(27,31,36,.06);
 overflow:hidden}
 .top{display:flex;align-items:center;gap:10px;padding:14px 28px;background:var(--soft);
@@ -135,8 +135,10 @@ border-radius:6px;background:#fff;color:var(--ink)}
 input[type=text]:focus,button:focus-visible{outline:3px solid var(--focus);
 outline-offset:2px}
 .help{color:var(--muted);font-size:14px;margin:8px 0 20px}
-.help code{color:var(--ink);background:var(--soft);border:1px solid var(--line);
-border-radius:4px;padding:0 4px}
+.help p{margin:0 0 6px}
+.help code.file{display:block;color:var(--ink);background:var(--soft);
+border:1px solid var(--line);border-radius:6px;padding:6px 10px;margin:0 0 6px;
+font-size:13.5px}
 .actions{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 button{font-family:inherit;font-size:16px;font-weight:650;line-height:1.2;
 padding:13px 16px;border-radius:8px;border:2px solid transparent;cursor:pointer}
@@ -215,6 +217,11 @@ def _when(ts: float, now: float) -> str:
     return f"{stamp} ({rel})"
 
 
+def _path_html(path: str) -> str:
+    """An escaped path that may wrap after any slash (``<wbr>`` copies as nothing)."""
+    return "/<wbr>".join(_e(part) for part in path.split("/"))
+
+
 def _access_html(access: Access) -> str:
     name, meaning = ACCESS_MEANING[access]
     return (
@@ -253,9 +260,9 @@ class _Renderer:
         who += '<span class="sub">its name in the fsnotes configuration</span>'
         if facts.client:
             who += f'<span class="sub">its app reports itself as {_e(facts.client)}</span>'
-        folder = f'<code class="path">{_e(setup.path)}</code>'
+        folder = f'<code class="path">{_path_html(setup.path)}</code>'
         if facts.folder_uri:
-            folder += f'<span class="sub mono">{_e(facts.folder_uri)}</span>'
+            folder += f'<span class="sub mono">{_path_html(facts.folder_uri)}</span>'
         rows = [
             ("Assistant", who),
             ("Folder", folder),
@@ -283,10 +290,11 @@ class _Renderer:
             '<input type="text" id="code" name="code" required autofocus autocomplete="off" '
             'autocapitalize="characters" spellcheck="false" maxlength="64" '
             'placeholder="XXXX-XXXX-XXXX-XXXX" aria-describedby="code-help">'
-            '<p class="help" id="code-help">fsnotes printed this code on its error output '
-            "(stderr) when it started, and keeps it in the file "
-            f"<code>{_e(self._code_path)}</code>, readable only by the account that runs it. "
-            "The assistant never sees this code. Deny does not need it.</p>"
+            '<div class="help" id="code-help"><p>fsnotes printed it on its error output '
+            "(stderr) when it started. It is also in this file, readable only by the account "
+            "that runs fsnotes:</p>"
+            f'<code class="file">{_path_html(self._code_path)}</code>'
+            "<p>The assistant never sees this code. Deny does not need it.</p></div>"
             '<div class="actions">'
             '<button type="submit" class="approve" name="action" value="approve">'
             "Approve</button>"

@@ -22,7 +22,7 @@ import pytest
 
 from fsnotes.security.grants import Access
 from fsnotes.setup import code as setup_code
-from fsnotes.setup.page import PageFacts, build_page_app
+from fsnotes.setup.page import PageFacts, build_page_app, default_facts
 from fsnotes.setup.policy import SetupPolicy
 from fsnotes.setup.runner import PageRunner
 from fsnotes.setup.store import Setup, SetupStore
@@ -134,6 +134,10 @@ class LivePage:
         self.grantable_calls += 1
         return self.allowed
 
+    def describe(self, setup: Setup) -> PageFacts:
+        # Read at each render, so a test may set ``facts`` after the page started.
+        return (self.facts or default_facts)(setup)
+
     def app(self) -> object:
         return build_page_app(
             store=self.store,
@@ -141,7 +145,7 @@ class LivePage:
             state_dir=self.state_dir,
             grantable=self.grantable,
             on_decided=self.decided,
-            describe=self.facts,
+            describe=self.describe,
             clock=self.clock,
         )
 
