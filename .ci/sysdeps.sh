@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # System packages the test suite uses before the Docker step: bubblewrap (the non-Docker
-# jail launcher, tests/jail and tests/e2e). Installed from Debian when missing and when we
+# jail launcher, tests/jail and tests/e2e) and chromium (headless screenshots of the setup
+# page and a real-browser submit, tests/setup/test_page_screenshot.py; about 12 s to install
+# from Debian bookworm on a warm apt cache). Installed from Debian when missing and when we
 # are root with apt; otherwise a loud note, and those tests skip with their reason.
 set -u
-if command -v bwrap >/dev/null 2>&1; then
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+    || missing+=(chromium)
+if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "NOTE: bubblewrap is missing and cannot be installed here (not root or no apt-get);" \
-        "the bwrap launcher tests will be skipped" >&2
+    echo "NOTE: ${missing[*]} missing and cannot be installed here (not root or no apt-get);" \
+        "the tests that need them will be skipped" >&2
     exit 0
 fi
-echo "[sysdeps] apt-get install bubblewrap" >&2
+echo "[sysdeps] apt-get install ${missing[*]}" >&2
 if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends bubblewrap >/dev/null; }; then
-    echo "NOTE: apt-get could not install bubblewrap; the bwrap launcher tests will be skipped" >&2
+        --no-install-recommends "${missing[@]}" >/dev/null; }; then
+    echo "NOTE: apt-get could not install ${missing[*]}; the tests that need them will be" \
+        "skipped" >&2
 fi
 exit 0
