@@ -546,6 +546,9 @@ class _Page:
         setup = await anyio.to_thread.run_sync(self._store.get, setup_id)
         if setup is None:
             return self._not_found()
+        if request.method == "HEAD":
+            # Headers only: no form token is issued for a body nobody will read.
+            return _html("", 200)
         if setup.status is not SetupStatus.PENDING:
             return _html(self._render.status_page(setup, self._describe(setup), self._clock()), 200)
         if not await anyio.to_thread.run_sync(self._grantable, setup):

@@ -123,6 +123,13 @@ def test_interpolated_values_are_html_escaped(live_page: LivePage) -> None:
     assert "a&quot;b&amp;&lt;i&gt;c" in text
 
 
+def test_head_issues_no_form_token(live_page: LivePage) -> None:
+    setup = live_page.start_setup()
+    head = live_page.request("HEAD", f"/setup/{setup.id}")
+    assert head.status == 200 and head.set_cookies == []
+    assert live_page.request("HEAD", "/setup/" + "A" * 24).status == 404
+
+
 def test_unknown_or_malformed_setup_id_is_a_404_page(live_page: LivePage) -> None:
     for path in ("/setup/" + "A" * 24, "/setup/%3Cx%3E", "/setup/", "/", "/favicon.ico"):
         response = live_page.request("GET", path)
