@@ -40,6 +40,7 @@ from .security.replay import SQLiteReplayStore
 from .security.seal import Keyring, Sealer
 from .setup import code as setup_code
 from .setup.flow import SetupFlow, build_setup_tool
+from .setup.policy import PageUnavailable
 from .setup.runtime import NotGrantable, RuntimeScope
 from .setup.store import Setup, SetupStore
 
@@ -310,10 +311,23 @@ def serve(config: Config) -> int:
             len(config.workspaces),
             config.principal,
         )
-        run_stdio(server.app)
+        try:
+            run_stdio(server.app)
+        except PageUnavailable as exc:  # --setup-port: the always-on page could not start
+            raise ConfigError(f"{exc}; choose another --setup-port") from None
+        except BaseExceptionGroup as group:
+            unavailable = group.subgroup(PageUnavailable)
+            if unavailable is None:
+                raise
+            raise ConfigError(f"{_first_leaf(unavailable)}; choose another --setup-port") from None
     finally:
         server.close()
     return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def main_error(message: str) -> int:

@@ -416,3 +416,37 @@ def test_legacy_decline_in_the_host_means_no_setup(place: Path, port: int) -> No
         assert SetupStore(place / "state", clock=time.time).grants() == []
     finally:
         w.close()
+
+
+def test_an_always_on_page_whose_port_is_taken_stops_start_up_with_one_line(
+    place: Path, port: int
+) -> None:
+    first = start(place, port)
+    try:
+        first.tool("workspaces_list", {})
+        assert listening(port)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fsnotes",
+                "serve",
+                "--workspace",
+                str(place / "notes"),
+                "--state-dir",
+                str(place / "state2"),
+                "--setup-allow",
+                str(place / "shared"),
+                "--setup-port",
+                str(port),
+            ],
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert "already in use" in done.stderr and "choose another --setup-port" in done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        first.close()
