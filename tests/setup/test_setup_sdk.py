@@ -29,7 +29,6 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-import anyio.abc
 import anyio.to_thread
 import mcp.types as types
 import pytest
