@@ -38,6 +38,7 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 
 from ..notes.service import NotesService
+from ..protocol.limits import INPUT_REQUEST_TIMEOUT_S
 from ..protocol.registry import (
     ElicitURL,
     InputRequired,
@@ -120,6 +121,10 @@ class SetupFlow:
         self._events: dict[str, anyio.Event] = {}
         self._notifiers: dict[str, list[Callable[[], Awaitable[None]]]] = {}
         self._live_waits: dict[str, int] = {}  # legacy calls waiting on each setup
+        # Legacy live questions sent for each setup and not answered yet, by deadline: the
+        # core gives up on an unanswered question after INPUT_REQUEST_TIMEOUT_S without
+        # calling us again, so an entry counts only until then.
+        self._asked: dict[str, list[float]] = {}
 
     # --- called by the page (in the event loop) ------------------------------------------
 
@@ -225,12 +230,32 @@ class SetupFlow:
                     "terminal instead: " + self.command_for(target, access)
                 ) from None
         request = self._elicitation(setup, target)
-        if ctx.era == "legacy" and self._live_waits.get(setup.id):
-            # A live call already waits on this setup (the host showed the page): this one
-            # cannot wait as well. The client retries when elicitation/complete arrives.
+        if ctx.era == "legacy":
+            # Registered now, not after the host's answer: the person may approve first.
             self._remember_notifier(ctx, setup.id)
-            raise URLElicitationRequired([request])
+            if self._is_live(setup.id):
+                # Another live call already asked the host about this setup or waits on it:
+                # this one cannot wait as well. Its client retries on elicitation/complete.
+                raise URLElicitationRequired([request])
+            self._asked.setdefault(setup.id, []).append(self.clock() + INPUT_REQUEST_TIMEOUT_S)
         return InputRequired(requests={SETUP_KEY: request}, state=self._seal(setup, arguments))
+
+    def _is_live(self, setup_id: str) -> bool:
+        now = self.clock()
+        asked = [deadline for deadline in self._asked.get(setup_id, []) if deadline > now]
+        if asked:
+            self._asked[setup_id] = asked
+        else:
+            self._asked.pop(setup_id, None)
+        return bool(asked) or bool(self._live_waits.get(setup_id))
+
+    def _answered(self, setup_id: str) -> None:
+        """A legacy live question about ``setup_id`` got its answer (the core called back)."""
+        asked = self._asked.get(setup_id)
+        if asked:
+            asked.pop(0)
+            if not asked:
+                del self._asked[setup_id]
 
     def _elicitation(self, setup: Setup, target: Target) -> ElicitURL:
         return ElicitURL(
@@ -298,6 +323,10 @@ class SetupFlow:
         ):
             raise ToolError("That setup no longer exists; call notes_setup again to start one.")
         answer = (ctx.input_responses or {}).get(SETUP_KEY)
+        if ctx.era == "legacy":
+            # No await from here to the wait below: a concurrent call never sees this setup
+            # between "asked" and "waited on".
+            self._answered(setup.id)
         if answer is None:
             return await self._start(ctx, target, access, arguments)  # no answer: ask again
         action = answer.get("action") if isinstance(answer, Mapping) else None
@@ -317,7 +346,6 @@ class SetupFlow:
                 access,
             )
         if ctx.era == "legacy":
-            self._remember_notifier(ctx, setup.id)
             self._live_waits[setup.id] = self._live_waits.get(setup.id, 0) + 1
             try:
                 setup = await self._wait(setup, setup.expires - self.clock())

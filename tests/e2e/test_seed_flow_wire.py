@@ -53,7 +53,11 @@ def test_tools_list_is_deterministic_with_fixed_descriptors(wire: Wire) -> None:
         "notes_update",
         "notes_move",
         "notes_delete",
+        "notes_setup",
     ]
+    assert tools["notes_setup"]["annotations"]["destructiveHint"] is False
+    assert set(tools["notes_setup"]["inputSchema"]["properties"]) == {"workspaceUri", "access"}
+    assert tools["notes_setup"]["inputSchema"]["required"] == ["workspaceUri"]
     for name in ("workspaces_list", "notes_list", "notes_read", "notes_search"):
         assert tools[name]["annotations"]["readOnlyHint"] is True
     for name in ("notes_update", "notes_move", "notes_delete"):

@@ -50,15 +50,9 @@ from tests.setup.person import Person, free_port
 # Every test is one server process plus a few HTTP requests (about a second each here); the
 # bound only turns a hang into a failure.
 TEST_LIMIT_S = 60.0
-# After the host's "accept" is on the wire, the person's page visit waits this long so the
-# server has surely read the accept (and registered the completion notifier) before the page
-# decides; a person typing a code takes far longer than this.
+# Modern auto mode: the person visits the page a moment after the host opened it (the order
+# does not matter to the server; it keeps the transcript realistic).
 PERSON_PAUSE_S = 0.25
-# A second legacy call gets -32042 only once the server has *processed* the first call's
-# accept, which happens a few worker-thread hops after reading it; a second call arriving in
-# between is elicited live as well (seen about once in ten runs without this pause). The
-# pause lets the server settle so the test checks the -32042 path, not that race.
-SERVER_SETTLE_S = 0.25
 # The second call is answered at once (-32042); longer means it is waiting for the page.
 ANSWER_LIMIT_S = 5.0
 
@@ -237,8 +231,9 @@ async def _legacy_approved(place: Path, port: int) -> dict[str, Any]:
                 tg.start_soon(call)
                 await host.asked_event.wait()
                 request_id, ask = host.asked[0]
+                # No pause: the person may approve before the server has even read the
+                # host's accept; the completion notice must still arrive.
                 await boxes[0].responded(request_id).wait()
-                await anyio.sleep(PERSON_PAUSE_S)
                 out["page_status"] = await person_decides(place, port, ask.url, "approve")
             await host.completed_event.wait()  # the SDK hands notifications over in a task
             out["listed"] = structured(await s.call_tool("workspaces_list", {}))
@@ -300,10 +295,8 @@ async def _legacy_second_call(place: Path, port: int) -> dict[str, Any]:
                 await host.asked_event.wait()
                 request_id, ask = host.asked[0]
                 await boxes[0].responded(request_id).wait()
-                # The server counts the first call as waiting only once it has processed the
-                # accept (a few worker-thread hops after reading it); see SERVER_SETTLE_S.
-                await anyio.sleep(SERVER_SETTLE_S)
-                # The first call now waits for the page; a second one cannot wait as well.
+                # No pause: from the moment the server asked the host, a second call for the
+                # same setup cannot wait as well, whether or not the accept was processed.
                 try:
                     with anyio.fail_after(ANSWER_LIMIT_S):
                         await s.call_tool("notes_setup", setup_args(place))
