@@ -132,6 +132,11 @@ class SetupFlow:
         """The page decided ``setup``: wake the calls waiting on it; on approval, tell the
         legacy clients that asked for it (``notifications/elicitation/complete``)."""
         await anyio.to_thread.run_sync(self.scope.sync)
+        await self._settled(setup)
+
+    async def _settled(self, setup: Setup) -> None:
+        """``setup`` is no longer pending (decided here, in another process or by ``fsnotes
+        grant``, or expired): wake its waiters and, on approval, notify once."""
         event = self._events.pop(setup.id, None)
         if event is not None:
             event.set()
@@ -376,6 +381,10 @@ class SetupFlow:
             if current is None:
                 break
             setup = current
+        if setup.status is not SetupStatus.PENDING:
+            # Possibly decided where on_decided does not run (another process's page,
+            # fsnotes grant), or expired: settle it here (a no-op if already settled).
+            await self._settled(setup)
         return setup
 
     async def _outcome(self, setup: Setup, target: Target, access: Access) -> ToolResult:

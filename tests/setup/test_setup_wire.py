@@ -450,3 +450,50 @@ def test_an_always_on_page_whose_port_is_taken_stops_start_up_with_one_line(
         assert "Traceback" not in done.stderr
     finally:
         first.close()
+
+
+def test_legacy_call_completed_by_fsnotes_grant_is_notified_too(place: Path, port: int) -> None:
+    w = start(place, port)
+    try:
+        legacy_session(w, URL_CAPS)
+        args = proj_args(place, "read")
+        w.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 10,
+                "method": "tools/call",
+                "params": {"name": "notes_setup", "arguments": args},
+            }
+        )
+        ask = read_until(w, lambda m: m.get("method") == "elicitation/create")
+        w.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+        # The operator grants at a terminal (another process): no page callback in ours.
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fsnotes",
+                "grant",
+                "--state-dir",
+                str(place / "state"),
+                "--setup-allow",
+                str(place / "shared"),
+                "--principal",
+                "ada",
+                "--workspace",
+                str(place / "shared" / "proj"),
+                "--access",
+                "read",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        seen: list[dict[str, Any]] = []
+        result = read_until(w, lambda m: seen.append(m) or m.get("id") == 10)
+        assert [
+            m["params"] for m in seen if m.get("method") == "notifications/elicitation/complete"
+        ] == [{"elicitationId": ask["params"]["elicitationId"]}]
+        assert result["result"]["structuredContent"]["status"] == "granted"
+    finally:
+        w.close()
