@@ -201,7 +201,7 @@ def grant_command(config: Config) -> str:
 def _page_runner(config: Config, flow: SetupFlow) -> Any:
     """The setup page's runner. Imports the optional HTTP stack, before the jail goes up."""
     try:
-        from .setup.page import build_page_app
+        from .setup.page import PageFacts, build_page_app, default_facts
         from .setup.runner import PageRunner
     except ImportError as exc:
         raise ConfigError(
@@ -224,6 +224,7 @@ def _page_runner(config: Config, flow: SetupFlow) -> Any:
             state_dir=config.state_dir,
             grantable=grantable,
             on_decided=flow.on_decided,
+            describe=lambda setup: PageFacts(default_facts(setup).folder_uri, setup.client),
         )
 
     return PageRunner(config.setup, app_factory, has_pending=lambda: flow.store.pending_count() > 0)

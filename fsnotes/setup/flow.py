@@ -218,7 +218,11 @@ class SetupFlow:
         try:
             setup = await anyio.to_thread.run_sync(
                 lambda: self.store.start(
-                    principal, target.path, access, lifetime=self.scope.policy.lifetime
+                    principal,
+                    target.path,
+                    access,
+                    lifetime=self.scope.policy.lifetime,
+                    client=_client_label(ctx.client_info),
                 )
             )
         except TooManyPending as exc:
@@ -445,6 +449,20 @@ def _result(
         ),
         text=message,
     )
+
+
+# The longest client self-description shown on the page; clientInfo is free text.
+MAX_CLIENT_LABEL = 80
+
+
+def _client_label(info: Mapping[str, Any] | None) -> str | None:
+    """``name version`` from the request's clientInfo, printable and bounded, or ``None``."""
+    if not isinstance(info, Mapping):
+        return None
+    parts = [info.get("title") or info.get("name"), info.get("version")]
+    text = " ".join(str(p) for p in parts if isinstance(p, str) and p.strip())
+    text = "".join(c for c in text if c.isprintable())[:MAX_CLIENT_LABEL].strip()
+    return text or None
 
 
 def _quote(text: str) -> str:

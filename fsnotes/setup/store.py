@@ -83,6 +83,8 @@ class Setup:
     status: SetupStatus
     decided: float | None
     attempts: int  # wrong codes so far
+    # What the MCP client said about itself (clientInfo), for the page; self-asserted.
+    client: str | None = None
 
     @property
     def attempts_left(self) -> int:
@@ -138,7 +140,8 @@ class SetupStore:
                 CREATE TABLE IF NOT EXISTS setup (
                     id TEXT PRIMARY KEY, principal TEXT NOT NULL, path TEXT NOT NULL,
                     access INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL,
-                    status TEXT NOT NULL, decided REAL, attempts INTEGER NOT NULL DEFAULT 0);
+                    status TEXT NOT NULL, decided REAL, attempts INTEGER NOT NULL DEFAULT 0,
+                    client TEXT);
                 CREATE INDEX IF NOT EXISTS setup_status ON setup(status, expires);
                 CREATE TABLE IF NOT EXISTS csrf (
                     token_hash TEXT PRIMARY KEY, setup_id TEXT NOT NULL, expires REAL NOT NULL);
@@ -192,7 +195,7 @@ class SetupStore:
     def _row(row: tuple[object, ...] | None) -> Setup | None:
         if row is None:
             return None
-        sid, principal, path, access, created, expires, status, decided, attempts = row
+        sid, principal, path, access, created, expires, status, decided, attempts, client = row
         return Setup(
             id=str(sid),
             principal=str(principal),
@@ -203,9 +206,10 @@ class SetupStore:
             status=SetupStatus(str(status)),
             decided=None if decided is None else float(str(decided)),
             attempts=int(str(attempts)),
+            client=None if client is None else str(client),
         )
 
-    _COLUMNS = "id, principal, path, access, created, expires, status, decided, attempts"
+    _COLUMNS = "id, principal, path, access, created, expires, status, decided, attempts, client"
 
     def _get(self, db: sqlite3.Connection, setup_id: str) -> Setup | None:
         row = db.execute(f"SELECT {self._COLUMNS} FROM setup WHERE id = ?", (setup_id,)).fetchone()
@@ -241,7 +245,15 @@ class SetupStore:
 
     # --- setups --------------------------------------------------------------------------
 
-    def start(self, principal: str, path: str, access: Access, *, lifetime: float) -> Setup:
+    def start(
+        self,
+        principal: str,
+        path: str,
+        access: Access,
+        *,
+        lifetime: float,
+        client: str | None = None,
+    ) -> Setup:
         """A pending setup for this principal, folder and access: the existing one if there is
         one (a retried tool call must not multiply them), else a new one."""
         now = self._clock()
@@ -279,9 +291,10 @@ class SetupStore:
                 status=SetupStatus.PENDING,
                 decided=None,
                 attempts=0,
+                client=client,
             )
             db.execute(
-                f"INSERT INTO setup({self._COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO setup({self._COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     setup.id,
                     principal,
@@ -292,6 +305,7 @@ class SetupStore:
                     SetupStatus.PENDING,
                     None,
                     0,
+                    client,
                 ),
             )
             return setup

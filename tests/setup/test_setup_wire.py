@@ -99,6 +99,9 @@ def test_modern_setup_approved_on_the_page_grants_the_folder(
     assert [w["name"] for w in listed["workspaces"]] == ["notes"]
 
     person = Person(port)
+    shown, _token = person.open(params["url"])
+    # The page says who asks (the principal) and what the client reports itself to be.
+    assert "ada" in shown.body and "reports itself as wire-test 1" in shown.body
     page = person.decide(params["url"], "approve", code_of(place))
     assert page.status == 200, page.body[:400]
     result = retry(server, args, first["requestState"], "accept")
