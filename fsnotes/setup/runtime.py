@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,15 @@ class Target:
 
 class NotGrantable(Exception):
     """The folder cannot be granted at run time; the message says why and what to do."""
+
+
+# Unicode categories that render as nothing or reorder text: controls (Cc), format
+# characters such as bidi overrides and zero-width joiners (Cf), line/paragraph separators.
+_DECEPTIVE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _deceptive(name: str) -> bool:
+    return any(unicodedata.category(c) in _DECEPTIVE_CATEGORIES for c in name)
 
 
 def _nested(a: Components, b: Components) -> bool:
@@ -101,6 +111,13 @@ class RuntimeScope:
             raise NotGrantable(
                 f"At most '{policy.max_access.label}' access can be granted at run time on this "
                 f"server; ask for '{policy.max_access.label}' or less."
+            )
+        if any(_deceptive(name) for name in components):
+            # The person approves what the page *shows*: a name with invisible or
+            # direction-changing characters can look like another folder there.
+            raise NotGrantable(
+                "That folder's path contains invisible or text-direction characters, which "
+                "could make it look like another folder on the setup page; rename it first."
             )
         where = policy.parent_of(components)
         if where is None:

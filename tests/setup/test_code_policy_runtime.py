@@ -234,3 +234,16 @@ def test_a_folder_swapped_for_a_symlink_after_the_grant_is_not_followed(tree: Pa
     finally:
         parent.close()
         scope.close()
+
+
+@pytest.mark.parametrize("name", ["wor\u200bk", "krow\u202e", "a\u2028b", "x\u0085y"])
+def test_folders_with_invisible_or_bidi_characters_are_not_grantable(tree: Path, name: str) -> None:
+    (tree / "shared" / name).mkdir()
+    scope, _grants, _stores, _store, parent = make_scope(tree)
+    try:
+        with pytest.raises(NotGrantable, match="invisible or text-direction"):
+            scope.target(comps(tree / "shared" / name), Access.READ)
+        scope.target(comps(tree / "shared" / "a"), Access.READ)  # plain names still work
+    finally:
+        parent.close()
+        scope.close()
