@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -381,7 +382,12 @@ class SetupFlow:
             event = self._events.setdefault(setup.id, anyio.Event())
             with anyio.move_on_after(min(POLL_S, left)):
                 await event.wait()
-            current = await anyio.to_thread.run_sync(self.store.get, setup.id)
+            try:
+                current = await anyio.to_thread.run_sync(self.store.get, setup.id)
+            except (SetupStoreBusy, sqlite3.Error) as exc:
+                # Another process holds the database for a moment: still waiting, not failed.
+                log.warning("cannot read setup %s now (%s); still waiting", setup.id, exc)
+                continue
             if current is None:
                 break
             setup = current

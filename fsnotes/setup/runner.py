@@ -243,10 +243,19 @@ class PageRunner:
             if self._server is server:  # it ended on its own (not through stop())
                 self._server = self._finished = None
 
+    async def _pending(self) -> bool:
+        """``has_pending`` in a thread; an error counts as pending (the page stays up), since
+        a failure in this watcher must not take the stdio server's task group down."""
+        try:
+            return bool(await anyio.to_thread.run_sync(self._has_pending))
+        except Exception:
+            log.exception("cannot tell whether setups are pending; keeping the page up")
+            return True
+
     async def _watch_idle(self, server: _QuietServer) -> None:
         while self._server is server:
             await anyio.sleep(self._poll)
-            pending = await anyio.to_thread.run_sync(self._has_pending)
+            pending = await self._pending()
             now = anyio.current_time()
             if pending:
                 self._idle_since = None
@@ -261,7 +270,7 @@ class PageRunner:
                 # reset the grace (ensure_started) or is visible to has_pending now.
                 if self._server is not server or self._idle_since is None:
                     continue
-                if await anyio.to_thread.run_sync(self._has_pending):
+                if await self._pending():
                     self._idle_since = None
                     continue
                 await self._stop_locked()

@@ -229,3 +229,22 @@ async def test_the_port_can_be_a_fixed_free_one(tmp_path: Path) -> None:
             await runner.ensure_started()
             status = await anyio.to_thread.run_sync(lambda: http_request(port, "GET", "/").status)
             assert status == 404
+
+
+@pytest.mark.anyio
+async def test_a_failing_pending_check_keeps_the_page_up_and_the_host_alive(
+    tmp_path: Path,
+) -> None:
+    class Broken(Pending):
+        def __call__(self) -> bool:
+            super().__call__()
+            raise OSError("database is locked")
+
+    broken = Broken(False)
+    _page, runner = make_runner(tmp_path, pending=broken)
+    with anyio.fail_after(10):
+        async with runner.running():
+            await runner.ensure_started()
+            while broken.calls < 5:
+                await anyio.sleep(POLL_S)
+            assert runner.is_running  # the error counted as "pending"; nothing crashed
