@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
+
+from .sqlite import LocalDB
 
 DB_NAME = "replay.sqlite3"
 # How long a process waits for another process's critical section (a delete is one unlink
@@ -59,40 +59,27 @@ class ReplayStore(Protocol):
     def prune(self, now: float) -> int: ...
 
 
+def _busy(detail: str) -> StoreBusy:
+    return StoreBusy(f"the confirmation store is busy or unusable ({detail})")
+
+
 class SQLiteReplayStore:
     """A replay store in ``<state dir>/replay.sqlite3`` (WAL mode, shared by processes)."""
 
     def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
-        self._path = state_dir / DB_NAME
+        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S)
         self._clock = clock
-        # One connection per thread: sqlite3 connections must not be shared across threads
-        # mid-transaction, and handlers run in worker threads.
-        self._local = threading.local()
-        with self._connect() as db:
+        with self._db.connect() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS used_nonce ("
                 " nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL, used_at REAL NOT NULL)"
             )
             db.execute("CREATE INDEX IF NOT EXISTS used_nonce_exp ON used_nonce(expires_at)")
-        os.chmod(self._path, 0o600)
-
-    def _connect(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self._path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
-            self._local.db = db
-        return db
+        os.chmod(self._db.path, 0o600)
 
     @contextlib.contextmanager
     def claim(self, nonce: str, expires_at: float) -> Iterator[None]:
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreBusy(f"the confirmation store is busy or unusable ({exc})") from None
-        try:
+        with self._db.immediate(_busy) as db:
             row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
             if row is not None:
                 raise AlreadyUsed("this confirmation was already used")
@@ -105,19 +92,16 @@ class SQLiteReplayStore:
                 (nonce, expires_at, self._clock()),
             )
             yield
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        else:
-            db.execute("COMMIT")
 
     def is_used(self, nonce: str) -> bool:
         row = (
-            self._connect().execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
+            self._db.connect()
+            .execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,))
+            .fetchone()
         )
         return row is not None
 
     def prune(self, now: float) -> int:
         """Drop expired nonces; returns how many."""
-        db = self._connect()
+        db = self._db.connect()
         return int(db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (now,)).rowcount)

@@ -27,12 +27,12 @@ import hashlib
 import os
 import secrets
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..security.grants import Access
+from ..security.sqlite import LocalDB
 
 DB_NAME = "setup.sqlite3"
 # A writer holding the lock longer than this is stuck; callers get SetupStoreBusy.
@@ -119,6 +119,10 @@ class SubmitResult:
     setup: Setup | None
 
 
+def _busy(detail: str) -> SetupStoreBusy:
+    return SetupStoreBusy(f"the setup database is busy or unusable ({detail})")
+
+
 def _hash(token: str) -> str:
     # Tokens are stored hashed: a copy of the database does not yield usable forms.
     return hashlib.sha256(token.encode()).hexdigest()
@@ -128,13 +132,12 @@ class SetupStore:
     """The setup database of one state directory, safe to share between threads and processes."""
 
     def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
-        self._path = state_dir / DB_NAME
+        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S)
         self._clock = clock
-        self._local = threading.local()
         # One transaction (executescript would commit a surrounding one first): processes
         # starting together create the schema once.
         try:
-            self._connect().executescript(
+            self._db.connect().executescript(
                 """
                 BEGIN IMMEDIATE;
                 CREATE TABLE IF NOT EXISTS setup (
@@ -157,33 +160,15 @@ class SetupStore:
             )
         except sqlite3.OperationalError as exc:
             raise SetupStoreBusy(f"the setup database cannot be set up ({exc})") from None
-        os.chmod(self._path, 0o600)
+        os.chmod(self._db.path, 0o600)
 
     # --- plumbing ------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self._path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
-            self._local.db = db
-        return db
+        return self._db.connect()
 
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise SetupStoreBusy(f"the setup database is busy or unusable ({exc})") from None
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        else:
-            db.execute("COMMIT")
+    def _tx(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.immediate(_busy)
 
     def _expire(self, db: sqlite3.Connection, now: float) -> None:
         db.execute(
