@@ -136,10 +136,6 @@ class Grants:
             self.sync()
         return self._table
 
-    @property
-    def workspaces(self) -> list[Workspace]:
-        return list(self._current()[0].values())
-
     def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
         """The workspaces this principal may use: configured ones first, in order."""
         workspaces, grants = self._current()

@@ -153,8 +153,8 @@ class SetupFlow:
 
     def command_for(self, target: Target, access: Access) -> str:
         return (
-            f"{self.grant_command} --workspace {_quote(target.path)} "
-            f"--principal {_quote(self.service.principal)} --access {access.label}"
+            f"{self.grant_command} --workspace {shlex.quote(target.path)} "
+            f"--principal {shlex.quote(self.service.principal)} --access {access.label}"
         )
 
     async def handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
@@ -469,10 +469,6 @@ def _client_label(info: Mapping[str, Any] | None) -> str | None:
     text = " ".join(str(p) for p in parts if isinstance(p, str) and p.strip())
     text = "".join(c for c in text if c.isprintable())[:MAX_CLIENT_LABEL].strip()
     return text or None
-
-
-def _quote(text: str) -> str:
-    return shlex.quote(text)
 
 
 def build_setup_tool(flow: SetupFlow) -> Tool:
