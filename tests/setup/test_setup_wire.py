@@ -56,6 +56,31 @@ def code_of(place: Path) -> str:
     return (place / "state" / CODE_FILE).read_text().strip()
 
 
+def grant_at_terminal(place: Path) -> None:
+    """The operator runs `fsnotes grant` (another process): read on shared/proj for ada."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsnotes",
+            "grant",
+            "--state-dir",
+            str(place / "state"),
+            "--setup-allow",
+            str(place / "shared"),
+            "--principal",
+            "ada",
+            "--workspace",
+            str(place / "shared" / "proj"),
+            "--access",
+            "read",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
 def proj_args(place: Path, access: str = "write") -> dict[str, Any]:
     return {"workspaceUri": (place / "shared" / "proj").as_uri(), "access": access}
 
@@ -292,27 +317,7 @@ def test_cli_grant_completes_a_waiting_setup(server: Wire, place: Path) -> None:
 
     def operator_later() -> None:
         time.sleep(1.0)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fsnotes",
-                "grant",
-                "--state-dir",
-                str(place / "state"),
-                "--setup-allow",
-                str(place / "shared"),
-                "--principal",
-                "ada",
-                "--workspace",
-                str(place / "shared" / "proj"),
-                "--access",
-                "read",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        grant_at_terminal(place)
 
     t = threading.Thread(target=operator_later)
     t.start()
@@ -471,27 +476,7 @@ def test_legacy_call_completed_by_fsnotes_grant_is_notified_too(place: Path, por
         ask = read_until(w, lambda m: m.get("method") == "elicitation/create")
         w.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
         # The operator grants at a terminal (another process): no page callback in ours.
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fsnotes",
-                "grant",
-                "--state-dir",
-                str(place / "state"),
-                "--setup-allow",
-                str(place / "shared"),
-                "--principal",
-                "ada",
-                "--workspace",
-                str(place / "shared" / "proj"),
-                "--access",
-                "read",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        grant_at_terminal(place)
         seen: list[dict[str, Any]] = []
         result = read_until(w, lambda m: seen.append(m) or m.get("id") == 10)
         assert [
