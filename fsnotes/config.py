@@ -43,6 +43,7 @@ from typing import Any
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 
+from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
 from .notes.store import DEFAULT_EXTENSIONS
 from .security.grants import Access, Grant, Workspace
 from .setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
@@ -70,6 +71,9 @@ class Config:
     notes: list[str] = field(default_factory=list)  # remarks for the start-up log
     setup: SetupPolicy = field(default_factory=SetupPolicy)
     config_file: str | None = None
+    # The search index (fsnotes/notes/indexer.py): full rescan interval, inotify hints.
+    rescan_interval: float = DEFAULT_RESCAN_INTERVAL_S
+    watch: bool = True
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -131,6 +135,7 @@ def load(
             "grant",
             "allow_hardlinked_reads",
             "setup",
+            "index",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -196,6 +201,8 @@ def load(
     ):
         raise ConfigError("extensions must be a list like ['.md', '.txt']")
 
+    rescan_interval, watch = _index_settings(file_cfg.get("index", {}), env)
+
     return Config(
         principal=who,
         state_dir=state_path,
@@ -206,7 +213,40 @@ def load(
         allow_hardlinked_reads=bool(file_cfg.get("allow_hardlinked_reads", False)),
         setup=setup,
         config_file=os.path.abspath(config_file) if config_file else None,
+        rescan_interval=rescan_interval,
+        watch=watch,
     )
+
+
+INDEX_KEYS = {"rescan_interval", "watch"}
+# A full rescan more often than this would keep a core busy on a large vault; the watcher
+# covers the seconds in between where it works.
+MIN_RESCAN_INTERVAL_S = 1.0
+
+
+def _index_settings(table: Any, env: Mapping[str, str]) -> tuple[float, bool]:
+    if not isinstance(table, dict):
+        raise ConfigError("[index] must be a table")
+    unknown = set(table) - INDEX_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [index]: {', '.join(sorted(unknown))}")
+    raw = env.get("FSNOTES_RESCAN_INTERVAL") or table.get(
+        "rescan_interval", DEFAULT_RESCAN_INTERVAL_S
+    )
+    try:
+        interval = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"rescan_interval must be a number of seconds, not {raw!r}") from None
+    if not interval >= MIN_RESCAN_INTERVAL_S or interval == float("inf"):
+        raise ConfigError(
+            f"rescan_interval must be at least {MIN_RESCAN_INTERVAL_S:g} seconds, not {raw!r}"
+        )
+    watch = table.get("watch", True)
+    if not isinstance(watch, bool):
+        raise ConfigError("[index] watch must be true or false")
+    if _truthy(env.get("FSNOTES_NO_WATCH")):
+        watch = False
+    return interval, watch
 
 
 SETUP_KEYS = {"allow", "max_access", "port", "bind"}

@@ -9,6 +9,7 @@ directory and the read-only runtime, whatever the code above it does.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -16,9 +17,11 @@ import shlex
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 import fsnotes as fsnotes_pkg
 import sandbox
@@ -30,6 +33,7 @@ from sandbox.root import Root
 from . import __version__
 from .config import Config, ConfigError
 from .notes.confirm import DeleteFlow
+from .notes.indexer import Catalogs
 from .notes.resources import NotesResources
 from .notes.service import NotesService
 from .notes.store import NoteStore
@@ -61,6 +65,7 @@ INSTRUCTIONS = (
 class Server:
     app: App
     service: NotesService
+    catalogs: Catalogs
     deletes: DeleteFlow
     roots: list[Root]
     replay: SQLiteReplayStore
@@ -69,6 +74,7 @@ class Server:
     parents: list[Root]  # the setup allowlist's folders (empty when setup is off)
 
     def close(self) -> None:
+        self.catalogs.close()
         self.setup.scope.close()
         for root in [*self.roots, *self.parents]:
             root.close()
@@ -133,7 +139,16 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             root.close()
         raise
 
-    service = NotesService(grants=grants, principal=config.principal, stores=stores)
+    catalogs = Catalogs(
+        config.state_dir,
+        config.extensions,
+        lambda: [(ws, stores[ws.name]) for ws in grants.all_workspaces() if ws.name in stores],
+        rescan_interval=config.rescan_interval,
+        watch=config.watch,
+    )
+    service = NotesService(
+        grants=grants, principal=config.principal, stores=stores, catalogs=catalogs
+    )
     sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
     deletes = DeleteFlow(service, sealer, replay, clock)
     scope = RuntimeScope(
@@ -154,13 +169,27 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         grant_command=grant_command(config),
         start_page=None,
     )
-    lifespan = None
+    page: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None
     if config.setup.enabled:
         grants.sync = scope.sync
         scope.sync()
         runner = _page_runner(config, flow)
         flow.start_page = runner.ensure_started
-        lifespan = runner.running
+        page = runner.running
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        # The indexes are built and kept fresh in the background for as long as the server
+        # serves; nothing waits for them to start (initialize is answered at once).
+        async with contextlib.AsyncExitStack() as stack:
+            if page is not None:
+                await stack.enter_async_context(page())
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(catalogs.run)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
 
     async def on_roots(roots_list: list[dict[str, Any]]) -> None:
         service.set_root_hints(roots_list)
@@ -178,6 +207,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
     return Server(
         app=app,
         service=service,
+        catalogs=catalogs,
         deletes=deletes,
         roots=roots,
         replay=replay,

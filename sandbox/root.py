@@ -715,6 +715,22 @@ class Root:
         finally:
             self._leave()
 
+    def add_watch(self, add: Callable[[int, int], int], parts: Components, mask: int) -> int:
+        """Resolve the directory ``parts`` like every operation and call ``add(fd, mask)``
+        with a descriptor on it (for ``inotify_add_watch`` through ``/proc/self/fd/N``, so a
+        watch lands on the directory layer 2 resolved, never on a path re-resolved by name).
+        The descriptor is closed when ``add`` returns; ``add``'s result is returned."""
+        parts = _check_parts(parts)
+        self._enter()
+        try:
+            fd = self._open_dir(parts, _O_DIR_PATH, "watch")
+            try:
+                return add(fd, mask)
+            finally:
+                self._release(fd)
+        finally:
+            self._leave()
+
     def read(self, parts: Components, *, max_bytes: int) -> ReadResult:
         """The content of the regular file ``parts``, at most ``max_bytes`` long.
 
@@ -928,15 +944,16 @@ class Root:
         ``max_bytes`` bounds the read of the current content)."""
         return self.update(parts, lambda _current: data, max_bytes=max_bytes)
 
-    def listdir(self, parts: Components) -> list[DirEntry]:
+    def listdir(self, parts: Components, *, max_entries: int | None = None) -> list[DirEntry]:
         """The entries of the directory ``parts``, sorted by name, with lstat information
-        (symlinks are reported as ``kind="symlink"``, never followed)."""
+        (symlinks are reported as ``kind="symlink"``, never followed). With ``max_entries``,
+        :class:`LimitExceeded` as soon as the directory turns out to hold more names."""
         parts = _check_parts(parts)
         self._enter()
         try:
             fd = self._open_dir(parts, _O_DIR_READ, "list")
             try:
-                return self._scan(fd, parts, None)
+                return self._scan(fd, parts, max_entries)
             finally:
                 os.close(fd)
         finally:

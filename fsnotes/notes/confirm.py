@@ -38,6 +38,7 @@ from ..security.seal import (
     StateUnknownKey,
     digest_arguments,
 )
+from .catalog import CatalogUnavailable
 from .service import Located, NotesService, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
 
@@ -123,9 +124,17 @@ class DeleteFlow:
         ws = svc.workspace(args.get("workspaceUri"), Access.DELETE, hinted=hinted)
         wanted = str(args["title"]).casefold()
         root = svc.relative(ws, "", allow_empty=True)
+        catalog = svc.catalog(root, fresh=True)
+        # One more than can be offered: enough to tell "too many" from "this many". Each
+        # candidate is then read from its file (the truth), and kept only if its current
+        # title still matches.
+        try:
+            rows = catalog.titled(wanted, MAX_DELETE_CANDIDATES + 1)
+        except CatalogUnavailable as exc:
+            raise ServiceError(str(exc)) from None
         notes = []
-        for parts, _info in svc.iter_located(root):
-            note = svc.try_read(root.store, parts)
+        for row in rows:
+            note = svc.try_read(root.store, row.parts)
             if note is not None and wanted in note.meta.title.casefold():
                 notes.append(note)
         if not notes:
@@ -135,9 +144,9 @@ class DeleteFlow:
             )
         if len(notes) > MAX_DELETE_CANDIDATES:
             raise ServiceError(
-                f"{len(notes)} notes have a title containing '{args['title']}'; use a more "
-                f"specific title or the note's uri (at most {MAX_DELETE_CANDIDATES} can be "
-                "offered to the person)."
+                f"More than {MAX_DELETE_CANDIDATES} notes have a title containing "
+                f"'{args['title']}'; use a more specific title or the note's uri (at most "
+                f"{MAX_DELETE_CANDIDATES} can be offered to the person)."
             )
         return ws, notes
 
@@ -332,6 +341,7 @@ class DeleteFlow:
             return Outcome(error=f"Nothing was deleted: {exc}; try again shortly.")
         except (sx.SandboxError, NoteError) as exc:
             return Outcome(error=f"{explain(exc, target.parts)} Nothing was deleted.")
+        svc.after_write(target, lambda c: c.removed(target.parts))
         body = _result(True, "deleted", f"Deleted '{chosen.note_id}'.")
         body.update(uri=target.uri, path=chosen.note_id)
         return Outcome(body=body)

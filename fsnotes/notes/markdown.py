@@ -27,6 +27,8 @@ _FENCED_BLOCK = re.compile(
     r"^[ \t]{0,3}(```|~~~)[^\n]*\n.*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL
 )
 _HEADING1 = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+# Any ATX heading, levels 1-6 (the search index weights them above body text).
+_HEADING_ANY = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 # Obsidian-style inline tags: '#' not preceded by a word char, '/', '#', '&' or ':' (so URL
 # fragments, HTML entities and headings are not tags) nor a link's "](" (an in-page
 # anchor), then letters, digits, '_', '-', '/'.
@@ -46,7 +48,9 @@ class NoteMeta:
     tags: list[str]
     links: list[dict[str, str]]
     body_start_line: int = 1  # 1-based line where the body (after frontmatter) starts
-    headings: list[str] = field(default_factory=list)
+    headings: list[str] = field(default_factory=list)  # level-1 headings (the title's source)
+    all_headings: list[str] = field(default_factory=list)  # every ATX heading, in order
+    body: str = ""  # the text after the frontmatter
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
@@ -167,6 +171,9 @@ def analyse(text: str, stem: str) -> NoteMeta:
     prose = _prose(body)
 
     headings = [m.group(1).strip() for m in _HEADING1.finditer(prose)]
+    all_headings = (
+        [m.group(1).strip() for m in _HEADING_ANY.finditer(prose)] if "#" in prose else []
+    )
 
     title_value = frontmatter.get("title")
     if isinstance(title_value, str) and title_value.strip():
@@ -201,6 +208,8 @@ def analyse(text: str, stem: str) -> NoteMeta:
         links=links,
         body_start_line=body_start,
         headings=headings,
+        all_headings=all_headings,
+        body=body,
     )
 
 

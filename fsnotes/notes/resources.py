@@ -13,10 +13,19 @@ import anyio
 from sandbox import errors as sx
 from sandbox import uri as lexical
 
-from ..protocol.registry import InputRequired, InvalidParams, RequestContext, ResourceNotFound
+from ..protocol.registry import (
+    InputRequired,
+    InternalError,
+    InvalidParams,
+    RequestContext,
+    ResourceNotFound,
+)
 from ..security.grants import Access, NotGranted, Workspace
+from .catalog import CatalogUnavailable
+from .index import Row
+from .indexer import until_indexed
 from .service import NotesService, ServiceError
-from .store import NoteError, display, iso_time
+from .store import display, iso_time
 
 JSONObject = dict[str, Any]
 
@@ -41,7 +50,17 @@ class NotesResources:
     async def list_resources(
         self, ctx: RequestContext, cursor: str | None
     ) -> tuple[list[JSONObject], str | None]:
+        for ws in await anyio.to_thread.run_sync(self._readable):
+            await self._indexed(ctx, ws)
         return await anyio.to_thread.run_sync(self._list, cursor)
+
+    async def _indexed(self, ctx: RequestContext, ws: Workspace) -> None:
+        loc = self.service.relative(ws, "", allow_empty=True)
+        try:
+            catalog = await anyio.to_thread.run_sync(lambda: self.service.catalog(loc, fresh=True))
+        except ServiceError:
+            return  # the listing itself reports it
+        await until_indexed(catalog, ctx.report_progress)
 
     def _list(self, cursor: str | None) -> tuple[list[JSONObject], str | None]:
         start_ws, after = _decode(cursor) if cursor else (0, ())
@@ -49,29 +68,25 @@ class NotesResources:
         out: list[JSONObject] = []
         for index in range(start_ws, len(workspaces)):
             ws = workspaces[index]
-            store = self.service.stores[ws.name]
+            begin = after if index == start_ws and after else None
             try:
-                notes = list(store.iter_notes((), base=ws.components))
-            except (sx.SandboxError, NoteError):
-                continue  # one unreadable workspace must not hide the others
-            for parts, info in notes:
-                if index == start_ws and after and parts <= after:
-                    continue
-                if len(out) == RESOURCES_PAGE:
-                    last = out[-1]["_pos"]
-                    return [_strip(r) for r in out], _encode(*last)
-                out.append(
-                    {
-                        "_pos": (index, parts),
-                        "uri": lexical.to_file_uri(ws.components + parts),
-                        "name": display(parts),
-                        "title": f"{display(parts)} ({ws.name})",
-                        "mimeType": mime_for(parts[-1]),
-                        "size": info.size,
-                        "annotations": {"lastModified": iso_time(info.mtime_ns)},
-                    }
+                catalog = self.service.catalog(
+                    self.service.relative(ws, "", allow_empty=True), fresh=True
                 )
-        return [_strip(r) for r in out], None
+                page = catalog.page((), begin, RESOURCES_PAGE - len(out))
+            except (ServiceError, CatalogUnavailable) as exc:
+                # Never an empty list that hides a failure: the client is told, and may retry.
+                raise InternalError(
+                    f"Listing the notes of workspace '{ws.name}' failed: {exc}"
+                ) from None
+            out.extend(_resource(ws, row) for row in page.rows)
+            if len(out) == RESOURCES_PAGE:
+                if page.more:
+                    return out, _encode(index, page.rows[-1].parts)
+                if index + 1 < len(workspaces):
+                    return out, _encode(index + 1, ())
+                return out, None
+        return out, None
 
     async def list_templates(self, ctx: RequestContext) -> list[JSONObject]:
         return [
@@ -116,25 +131,29 @@ class NotesResources:
             raise InvalidParams("argument.value must be a string")
         for ws in self._readable():
             if template == ws.uri.rstrip("/") + "/{+" + TEMPLATE_ARGUMENT + "}":
+                await self._indexed(ctx, ws)
                 return await anyio.to_thread.run_sync(self._complete, ws, value)
         raise InvalidParams("Unknown resource template; use one from resources/templates/list.")
 
     def _complete(self, ws: Workspace, prefix: str) -> tuple[list[str], int | None, bool]:
-        store = self.service.stores[ws.name]
-        folded = prefix.casefold()
+        loc = self.service.relative(ws, "", allow_empty=True)
         try:
-            matches = [
-                display(parts)
-                for parts, _ in store.iter_notes((), base=ws.components)
-                if display(parts).casefold().startswith(folded)
-            ]
-        except (sx.SandboxError, NoteError):
-            return [], 0, False  # completion is a convenience; an unreadable tree offers none
-        return matches[:MAX_COMPLETIONS], len(matches), len(matches) > MAX_COMPLETIONS
+            catalog = self.service.catalog(loc, fresh=True)
+            paths, total = catalog.complete(prefix, MAX_COMPLETIONS)
+        except (ServiceError, CatalogUnavailable):
+            return [], 0, False  # completion is a convenience; an unusable index offers none
+        return [display(p) for p in paths], total, total > len(paths)
 
 
-def _strip(resource: JSONObject) -> JSONObject:
-    return {k: v for k, v in resource.items() if k != "_pos"}
+def _resource(ws: Workspace, row: Row) -> JSONObject:
+    return {
+        "uri": lexical.to_file_uri(ws.components + row.parts),
+        "name": display(row.parts),
+        "title": f"{display(row.parts)} ({ws.name})",
+        "mimeType": mime_for(row.parts[-1]),
+        "size": row.size,
+        "annotations": {"lastModified": iso_time(row.mtime_ns)},
+    }
 
 
 def _encode(index: int, after: tuple[str, ...]) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import errno
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,11 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 
 from ..security.grants import Access, Grants, NotGranted, Workspace
-from .markdown import has_tag
+from .catalog import Catalog, CatalogUnavailable, IndexStatus
+from .index import IndexBusy, IndexCorrupt, Row
+from .indexer import Catalogs
+from .query import QueryError
+from .query import parse as parse_query
 from .store import Note, NoteError, NoteStore, display, iso_time
 
 log = logging.getLogger("fsnotes.notes")
@@ -33,14 +38,7 @@ DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 500  # a page of summaries stays well under a megabyte of JSON
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 50  # results the model can actually read in one answer
-MAX_SNIPPETS = 3  # per search hit: enough context to pick a note, little enough to skim
-SNIPPET_CHARS = 200
 MAX_QUERY_CHARS = 500
-# Weights of a query term found in the title and in the path, relative to once in the
-# body: a note *about* a thing usually names it in its title or file name.
-TITLE_WEIGHT = 5.0
-PATH_WEIGHT = 2.0
-PHRASE_BONUS = 3.0
 
 
 class ServiceError(Exception):
@@ -105,6 +103,7 @@ class NotesService:
     grants: Grants
     principal: str
     stores: dict[str, NoteStore]  # by workspace name
+    catalogs: Catalogs
     root_hints: list[Components] = field(default_factory=list)
 
     # --- scope ---------------------------------------------------------------------------
@@ -179,23 +178,15 @@ class NotesService:
     ) -> dict[str, Any]:
         ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
         loc = self.relative(ws, folder or "", allow_empty=True)
+        self.check_folder(loc)
         after = decode_cursor(cursor) if cursor is not None else None
         limit = min(limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
-        notes: list[dict[str, Any]] = []
-        next_cursor = None
-        for parts, _info in self.iter_located(loc):
-            if after is not None and parts <= after:
-                continue
-            note = self.try_read(loc.store, parts)
-            if note is None:
-                continue
-            if tag and not has_tag(note.meta.tags, tag):
-                continue
-            if len(notes) == limit:
-                next_cursor = encode_cursor(notes_last_parts(notes))
-                break
-            notes.append(self._summary(ws, note))
-        return {"notes": notes, "nextCursor": next_cursor}
+        catalog = self.catalog(loc, fresh=True)
+        with _unavailable():
+            page = catalog.page(loc.parts, after, limit, tag)
+        notes = [_summary(ws, row) for row in page.rows]
+        next_cursor = encode_cursor(page.rows[-1].parts) if page.more and page.rows else None
+        return {"notes": notes, "nextCursor": next_cursor, "index": index_info(page.status)}
 
     def notes_read(self, uri: str, start: int | None, end: int | None) -> dict[str, Any]:
         loc = self.locate(uri, Access.READ)
@@ -241,37 +232,33 @@ class NotesService:
     ) -> dict[str, Any]:
         ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
         loc = self.relative(ws, folder or "", allow_empty=True)
-        terms = [t for t in query.casefold().split() if t]
-        if not terms:
-            raise ServiceError("The query is empty; give one or more words to look for.")
-        phrase = " ".join(terms)
+        self.check_folder(loc)
+        try:
+            terms = parse_query(query)
+        except QueryError as exc:
+            raise ServiceError(str(exc)) from None
         limit = min(limit or DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT)
-        hits = []
-        scanned = 0
-        for parts, _info in self.iter_located(loc):
-            note = self.try_read(loc.store, parts)
-            if note is None:
-                continue
-            scanned += 1
-            if tag and not has_tag(note.meta.tags, tag):
-                continue
-            scored = score_note(note, terms, phrase)
-            if scored is None:
-                continue
-            score, snippets = scored
-            hits.append((score, parts, note, snippets))
-        hits.sort(key=lambda h: (-h[0], h[1]))
+        catalog = self.catalog(loc, fresh=True)
+        with _unavailable():
+            found = catalog.search(terms, loc.parts, tag, limit)
         results = [
             {
-                "uri": lexical.to_file_uri(ws.components + parts),
-                "path": display(parts),
-                "title": note.meta.title,
-                "score": round(score, 3),
-                "snippets": snippets,
+                "uri": lexical.to_file_uri(ws.components + hit.row.parts),
+                "path": display(hit.row.parts),
+                "title": hit.row.title,
+                "score": hit.score,
+                "snippets": (
+                    [{"line": hit.excerpt.line, "text": hit.excerpt.text}] if hit.excerpt else []
+                ),
             }
-            for score, parts, note, snippets in hits[:limit]
+            for hit in found.hits
         ]
-        return {"results": results, "total": len(hits), "scanned": scanned}
+        return {
+            "results": results,
+            "total": found.total,
+            "scanned": found.scanned,
+            "index": index_info(found.status),
+        }
 
     def notes_create(
         self, workspace_uri: str | None, path: str, content: str, *, hinted: bool = False
@@ -282,6 +269,7 @@ class NotesService:
             etag, info = loc.store.create(loc.parts, content)
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
+        self.after_write(loc, lambda c: c.wrote(loc.parts, content, etag, info))
         return {"uri": loc.uri, "path": display(loc.parts), "etag": etag, "size": info.size}
 
     def notes_update(
@@ -292,9 +280,11 @@ class NotesService:
         etag: str | None,
     ) -> dict[str, Any]:
         loc = self.locate(uri, Access.WRITE)
+        written: list[str] = []
 
         def transform(current: str) -> str:
             if content is not None:
+                written.append(content)
                 return content
             text = current
             for i, (old, new) in enumerate(edits or (), start=1):
@@ -306,12 +296,14 @@ class NotesService:
                         "once (include more surrounding text). Nothing was written."
                     )
                 text = text.replace(old, new, 1)
+            written.append(text)
             return text
 
         try:
             new_etag, info = loc.store.update(loc.parts, transform, expect_etag=etag)
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
+        self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
         return {"uri": loc.uri, "path": display(loc.parts), "etag": new_etag, "size": info.size}
 
     def notes_move(self, uri: str, new_path: str, etag: str | None) -> dict[str, Any]:
@@ -322,6 +314,7 @@ class NotesService:
         except (sx.SandboxError, NoteError) as exc:
             failing = dst.parts if isinstance(exc, sx.AlreadyExists) else loc.parts
             raise ServiceError(explain(exc, failing)) from None
+        self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
         return {
             "uri": dst.uri,
             "path": display(dst.parts),
@@ -331,11 +324,32 @@ class NotesService:
 
     # --- helpers -------------------------------------------------------------------------
 
-    def iter_located(self, loc: Located) -> list[tuple[Components, Any]]:
+    def workspace_catalog(self, workspace_uri: str | None, *, hinted: bool = False) -> Catalog:
+        """The catalog of the workspace a read call names (authorized for reading)."""
+        ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
+        return self.catalog(self.relative(ws, "", allow_empty=True), fresh=True)
+
+    def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
+        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh)."""
+        with _unavailable():
+            if fresh:
+                return self.catalogs.fresh(loc.workspace, loc.store)
+            return self.catalogs.of(loc.workspace, loc.store)
+
+    def after_write(self, loc: Located, update: Callable[[Catalog], None]) -> None:
+        """Tell the catalog about a write that already happened. Never raises: the file is
+        the truth, and the next lookup or rescan re-checks what the index missed."""
         try:
-            return list(loc.store.iter_notes(loc.parts, base=loc.workspace.components))
-        except (sx.SandboxError, NoteError) as exc:
-            raise ServiceError(explain(exc, loc.parts or None)) from None
+            update(self.catalog(loc))
+        except ServiceError as exc:
+            log.warning("index not updated after a write to %s: %s", display(loc.parts), exc)
+
+    def check_folder(self, loc: Located) -> None:
+        """A folder filter must be a folder that may hold notes (not hidden)."""
+        try:
+            loc.store.check_folder(loc.parts)
+        except NoteError as exc:
+            raise ServiceError(str(exc)) from None
 
     def read_located(self, loc: Located) -> Note:
         try:
@@ -345,31 +359,70 @@ class NotesService:
 
     @staticmethod
     def try_read(store: NoteStore, parts: Components) -> Note | None:
-        """Read a note found by a walk; skip (and log) one that vanished or is unreadable."""
+        """Read a note the catalog named; skip (and log) one that vanished or is unreadable."""
         try:
             return store.read(parts)
         except (sx.SandboxError, NoteError) as exc:
             log.info("skipping %s: %s", display(parts), type(exc).__name__)
             return None
 
-    @staticmethod
-    def _summary(ws: Workspace, note: Note) -> dict[str, Any]:
-        return {
-            "uri": lexical.to_file_uri(ws.components + note.parts),
-            "path": display(note.parts),
-            "title": note.meta.title,
-            "size": note.info.size,
-            "modified": iso_time(note.info.mtime_ns),
-            "tags": note.meta.tags,
-        }
+
+@contextlib.contextmanager
+def _unavailable() -> Iterator[None]:
+    try:
+        yield
+    except CatalogUnavailable as exc:
+        raise ServiceError(str(exc)) from None
+    except (IndexBusy, IndexCorrupt):
+        raise ServiceError(
+            "The search index cannot be opened right now; try again in a moment."
+        ) from None
+    except OSError as exc:
+        log.warning("cannot open the search index: %s", exc)
+        raise ServiceError(
+            "The search index cannot be opened (the state directory is not usable); "
+            "ask the person running fsnotes to check its log."
+        ) from None
+
+
+def index_info(status: IndexStatus) -> dict[str, Any]:
+    """What a result says about the index it was answered from."""
+    info: dict[str, Any] = {
+        "complete": status.complete,
+        "indexedNotes": status.notes,
+        "skippedFolders": status.skipped_folders,
+    }
+    if not status.complete:
+        progress = (
+            f"{status.done:,} of {status.total:,} notes indexed"
+            if status.total
+            else "listing the workspace's folders"
+        )
+        info["message"] = (
+            f"The workspace is still being indexed ({progress}); these results cover only "
+            "the notes indexed so far. Ask again shortly for complete results."
+        )
+    elif status.skipped_folders:
+        info["message"] = (
+            f"{status.skipped_folders} folder(s) were not indexed: nested deeper than "
+            f"{lexical.MAX_DEPTH} levels or holding too many entries."
+        )
+    return info
+
+
+def _summary(ws: Workspace, row: Row) -> dict[str, Any]:
+    return {
+        "uri": lexical.to_file_uri(ws.components + row.parts),
+        "path": display(row.parts),
+        "title": row.title,
+        "size": row.size,
+        "modified": iso_time(row.mtime_ns),
+        "tags": list(row.tags),
+    }
 
 
 def _inside(base: Components, target: Components) -> bool:
     return target[: len(base)] == base
-
-
-def notes_last_parts(notes: list[dict[str, Any]]) -> Components:
-    return tuple(str(notes[-1]["path"]).split("/"))
 
 
 def encode_cursor(after: Components) -> str:
@@ -394,46 +447,3 @@ def decode_cursor(cursor: str) -> Components:
         return tuple(lexical.check_name(p) for p in after)
     except sx.SandboxError:
         raise bad from None
-
-
-def score_note(
-    note: Note, terms: list[str], phrase: str
-) -> tuple[float, list[dict[str, Any]]] | None:
-    """Score a note for a query, or None when a term is missing. All terms must appear."""
-    title = note.meta.title.casefold()
-    path = display(note.parts).casefold()
-    body = note.text.casefold()
-    score = 0.0
-    for term in terms:
-        in_title, in_path, in_body = title.count(term), path.count(term), body.count(term)
-        if not (in_title or in_path or in_body):
-            return None
-        # log-like damping: the 10th occurrence in the body says less than the first
-        score += TITLE_WEIGHT * min(in_title, 3) + PATH_WEIGHT * min(in_path, 3)
-        score += sum(1.0 / k for k in range(1, in_body + 1))
-    if len(terms) > 1 and phrase in body:
-        score += PHRASE_BONUS
-    return score, snippets_for(note.text, terms, first_line=note.meta.body_start_line)
-
-
-def snippets_for(text: str, terms: list[str], *, first_line: int = 1) -> list[dict[str, Any]]:
-    """Up to MAX_SNIPPETS body lines containing a term (frontmatter lines are skipped)."""
-    out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if number < first_line:
-            continue
-        folded = line.casefold()
-        positions = [folded.find(t) for t in terms if t in folded]
-        if not positions:
-            continue
-        first = min(positions)
-        start = max(0, first - SNIPPET_CHARS // 3)
-        piece = line[start : start + SNIPPET_CHARS].strip()
-        if start > 0:
-            piece = "…" + piece
-        if start + SNIPPET_CHARS < len(line):
-            piece += "…"
-        out.append({"line": number, "text": piece})
-        if len(out) == MAX_SNIPPETS:
-            break
-    return out

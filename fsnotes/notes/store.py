@@ -124,6 +124,17 @@ class NoteStore:
                 "so it is not a note."
             )
 
+    def is_listed(self, parts: Components, info: FileInfo, base: Components) -> bool:
+        """Whether the entry ``parts`` (relative to the workspace at ``base``), as ``info``
+        describes it, is a note to list: a regular file with a note extension, outside
+        hidden folders, that a URI below ``base`` can name."""
+        return (
+            info.kind == "file"
+            and self.is_note_name(parts[-1])
+            and _first_hidden(parts) is None
+            and _addressable(parts, base)
+        )
+
     def check_folder(self, parts: Components) -> None:
         if _first_hidden(parts) is not None:
             raise NoteError(f"Folder '{display(parts)}' is hidden; notes are never there.")

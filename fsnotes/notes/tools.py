@@ -23,7 +23,9 @@ from ..protocol.registry import (
     ToolResult,
 )
 from ..security.grants import NotGranted
+from .catalog import Catalog
 from .confirm import DeleteFlow, Outcome
+from .indexer import until_indexed
 from .service import (
     MAX_LIST_LIMIT,
     MAX_QUERY_CHARS,
@@ -74,7 +76,9 @@ class NotesSearchArgs(_Args):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description="Words to find (case-insensitive; every word must appear).",
+        description="Words to find, all of them (case and accents ignored, English word "
+        'endings too: plan finds planned); "quoted phrase" for words in that order; prefix* '
+        "for words starting with prefix. Nothing else is syntax.",
     )
     folder: str | None = Field(default=None, description="Only notes below this folder.")
     tag: str | None = Field(default=None, description="Only notes with this tag.")
@@ -165,9 +169,23 @@ class NoteSummary(BaseModel):
     tags: list[str]
 
 
+class IndexInfo(BaseModel):
+    complete: bool = Field(
+        description="False while the workspace's first indexing runs: the answer then covers "
+        "only the notes indexed so far."
+    )
+    indexedNotes: int = Field(description="Notes in the workspace's index.")
+    skippedFolders: int = Field(
+        description="Folders left out of the index: nested deeper than a note may be, or "
+        "holding too many entries."
+    )
+    message: str | None = Field(default=None, description="Why the answer may be incomplete.")
+
+
 class NotesListResult(BaseModel):
     notes: list[NoteSummary]
     nextCursor: str | None = None
+    index: IndexInfo
 
 
 class Link(BaseModel):
@@ -207,7 +225,8 @@ class SearchHit(BaseModel):
 class NotesSearchResult(BaseModel):
     results: list[SearchHit]
     total: int = Field(description="How many notes matched (results holds the best 'limit').")
-    scanned: int
+    scanned: int = Field(description="How many notes were searched (those in scope).")
+    index: IndexInfo
 
 
 class WriteResult(BaseModel):
@@ -247,6 +266,15 @@ def _read_only(title: str) -> ToolAnnotations:
     return ToolAnnotations(title=title, read_only=True, destructive=False, idempotent=True)
 
 
+async def _indexed(ctx: RequestContext, find: Callable[[], Catalog]) -> None:
+    """Before a query: give the workspace's first indexing a bounded time to finish."""
+    try:
+        catalog = await anyio.to_thread.run_sync(find)
+    except (ServiceError, NotGranted):
+        return  # the query reports the same problem as its result
+    await until_indexed(catalog, ctx.report_progress)
+
+
 def _hinted(ctx: RequestContext) -> bool:
     """Client roots may choose the default workspace only within a legacy session."""
     return ctx.era == "legacy"
@@ -260,6 +288,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
 
     async def notes_list(ctx: RequestContext, args: BaseModel) -> ToolResult:
         a = NotesListArgs.model_validate(args)
+        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx)))
         return await _run(
             lambda: service.notes_list(
                 a.workspaceUri, a.folder, a.tag, a.cursor, a.limit, hinted=_hinted(ctx)
@@ -275,6 +304,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
 
     async def notes_search(ctx: RequestContext, args: BaseModel) -> ToolResult:
         a = NotesSearchArgs.model_validate(args)
+        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx)))
         return await _run(
             lambda: service.notes_search(
                 a.workspaceUri, a.query, a.folder, a.tag, a.limit, hinted=_hinted(ctx)
@@ -312,6 +342,10 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
             )
         bound = a.model_dump(mode="json", exclude_none=True)
         state = ctx.request_state
+        if a.title is not None and state is None:
+            await _indexed(
+                ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx))
+            )
 
         def step() -> InputRequired | Outcome:
             if state is None:
@@ -359,8 +393,11 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
         Tool(
             name="notes_search",
             title="Search notes",
-            description="Full-text search of note titles, paths and content; ranked results "
-            "with line snippets.",
+            description="Ranked full-text search of note titles, headings, paths, tags, "
+            'frontmatter and content. Query: words are ANDed; "quoted phrases" match in order; '
+            "prefix* matches word starts; case, accents and English word endings are ignored; "
+            "folder and tag narrow the scope. Each result has an excerpt with the matched words "
+            "in **bold** and its line number.",
             input_model=NotesSearchArgs,
             output_model=NotesSearchResult,
             annotations=_read_only("Search notes"),

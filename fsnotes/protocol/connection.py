@@ -37,6 +37,7 @@ from fsnotes.protocol.registry import (
     Era,
     InputRequest,
     InputRequired,
+    InternalError,
     InvalidParams,
     JSONObject,
     MissingCapability,
@@ -663,6 +664,8 @@ class ServerConnection:
                     message = error_message(request.id, fault.code, fault.message, fault.data)
                 except InvalidParams as exc:
                     message = error_message(request.id, INVALID_PARAMS, exc.message, exc.data)
+                except InternalError as exc:
+                    message = error_message(request.id, INTERNAL_ERROR, exc.message)
                 except (MissingCapability, URLElicitationRequired) as exc:
                     answer = self._handler_fault(request, exc)
                     message = error_message(request.id, answer.code, answer.message, answer.data)

@@ -75,6 +75,19 @@ class InvalidParams(Exception):
         return self.message
 
 
+class InternalError(Exception):
+    """A request the server could not complete, with a message the client may see:
+    JSON-RPC ``-32603``. For failures that are not the caller's (a busy or rebuilding
+    index), so that they are reported as errors instead of as empty results."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class ResourceNotFound(Exception):
     """``resources/read`` of a URI that names nothing.
 

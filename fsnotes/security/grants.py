@@ -136,6 +136,11 @@ class Grants:
             self.sync()
         return self._table
 
+    def all_workspaces(self) -> list[Workspace]:
+        """Every workspace there is now, configured and granted at run time, whoever may
+        use it (for the search indexes kept in the background)."""
+        return list(self._current()[0].values())
+
     def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
         """The workspaces this principal may use: configured ones first, in order."""
         workspaces, grants = self._current()

@@ -1,0 +1,390 @@
+"""The catalog: which notes a workspace holds, with which metadata. One seam for every caller.
+
+``notes_list``, ``notes_search``, the delete flow's candidates, ``resources/list`` and
+completion all ask a :class:`Catalog`; none of them walks the workspace. Behind it is the
+workspace's search index (:mod:`fsnotes.notes.index`), kept fresh three ways: the server's
+own writes update it in the same operation, a watcher's hints re-check what changed, and an
+incremental rescan (:mod:`fsnotes.notes.scan`) is the ground truth, at start and on an
+interval (:mod:`fsnotes.notes.indexer`).
+
+Never wrong: before a row is returned, the note is stat-ed through the workspace's Root and
+compared with what was indexed (device, inode, modification time, size). A note that changed
+is read and indexed again before answering; one that vanished, or is now a symlink, a FIFO
+or anything but a regular file, is dropped and never read through.
+
+Methods are synchronous (SQLite and file I/O); the async tools run them in worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from sandbox import errors as sx
+from sandbox.root import FileInfo
+
+from . import ranking
+from .index import Document, IndexBusy, IndexCorrupt, NoteIndex, Row
+from .markdown import analyse
+from .query import Term, to_match
+from .scan import Progress, Scanner, ScanReport
+from .store import NoteStore, stem_of
+
+log = logging.getLogger("fsnotes.index")
+
+Components = tuple[str, ...]
+
+# Rows re-checked against their files before a page is returned: when some changed, they are
+# re-indexed and the page is asked again, at most this many times (then stale rows are
+# dropped from the answer, never returned).
+MAX_VERIFY_ROUNDS = 3
+
+
+class CatalogUnavailable(Exception):
+    """The index cannot answer now (busy, or being rebuilt); one sentence, retryable."""
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """How far the index of one workspace is (what a result says about its completeness)."""
+
+    complete: bool  # a full scan has finished at least once: every note is in the index
+    notes: int  # notes in the index now
+    skipped_folders: int  # folders not indexed in the last full scan (too deep or too big)
+    done: int = 0  # progress of a scan running now (any process)
+    total: int = 0
+    scanning: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[Row]
+    more: bool  # another page follows the last row
+    status: IndexStatus
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    row: Row
+    score: float
+    excerpt: ranking.Excerpt | None
+
+
+@dataclass(frozen=True)
+class Found:
+    hits: list[SearchHit]
+    total: int  # notes that match (hits holds the best ``limit``)
+    scanned: int  # notes in scope that were searched
+    status: IndexStatus
+
+
+@dataclass
+class _Local:
+    """What this process knows about a scan it runs (the index's meta has the rest)."""
+
+    scanning: bool = False
+    done: int = 0
+    total: int = 0
+    last_report: ScanReport | None = None
+    needs_scan: bool = True
+    finished: float | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Catalog:
+    """The notes of one workspace as the index knows them, checked against the files."""
+
+    def __init__(self, name: str, store: NoteStore, index: NoteIndex, base: Components) -> None:
+        self.name = name
+        self.store = store
+        self.index = index
+        self.base = base
+        self.on_folder: Callable[[Components], None] | None = None
+        self.scanner = Scanner(store, index, base, on_folder=self._folder_seen)
+        self._local = _Local()
+
+    def _folder_seen(self, parts: Components) -> None:
+        if self.on_folder is not None:
+            self.on_folder(parts)
+
+    # --- errors ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except IndexBusy:
+            raise CatalogUnavailable(
+                "The search index is busy (another fsnotes process is writing it); try "
+                "again in a moment."
+            ) from None
+        except IndexCorrupt as exc:
+            log.warning("search index of %r is damaged (%s); rebuilding it", self.name, exc)
+            try:
+                self.index.recreate()
+            except (IndexBusy, IndexCorrupt, OSError) as again:
+                log.warning("could not recreate the index of %r: %s", self.name, again)
+            self._local.needs_scan = True
+            raise CatalogUnavailable(
+                "The search index was damaged and is being rebuilt from the notes; try "
+                "again in a few seconds."
+            ) from None
+
+    # --- status ----------------------------------------------------------------------------
+
+    def status(self) -> IndexStatus:
+        with self._guard():
+            meta = self.index.meta()
+            notes = self.index.count()
+        local = self._local
+        scanning = local.scanning or self._scan_lock_held()
+        done = local.done if local.scanning else int(meta.get("scan_done", "0"))
+        total = local.total if local.scanning else int(meta.get("scan_total", "0"))
+        return IndexStatus(
+            complete=meta.get("complete") == "1",
+            notes=notes,
+            skipped_folders=int(meta.get("skipped_folders", "0")),
+            done=done if scanning else 0,
+            total=total if scanning else 0,
+            scanning=scanning,
+        )
+
+    @property
+    def needs_scan(self) -> bool:
+        return self._local.needs_scan
+
+    def mark_for_rescan(self) -> None:
+        self._local.needs_scan = True
+
+    @property
+    def last_scan(self) -> float | None:
+        """Monotonic time this process's last full rescan finished (None: never)."""
+        return self._local.finished
+
+    # --- queries -----------------------------------------------------------------------------
+
+    def page(
+        self, folder: Components, after: Components | None, limit: int, tag: str | None = None
+    ) -> Page:
+        """Up to ``limit`` notes below ``folder`` (tag-filtered) in path order after ``after``."""
+        want = tag.strip().lstrip("#").casefold() if tag else None
+        with self._guard():
+            for attempt in range(MAX_VERIFY_ROUNDS):
+                rows = self.index.page(folder, after, limit + 1, want)
+                stale = self._stale(rows[:limit])
+                if not stale:
+                    break
+                self._refresh(stale)
+                if attempt == MAX_VERIFY_ROUNDS - 1:
+                    rows = [r for r in rows if r not in stale]
+            status = self.status()
+        return Page(rows=rows[:limit], more=len(rows) > limit, status=status)
+
+    def search(
+        self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
+    ) -> Found:
+        match = to_match(list(terms))
+        tiers = [to_match(list(terms), (column,)) for column in ranking.TIER_COLUMNS]
+        want = tag.strip().lstrip("#").casefold() if tag else None
+        with self._guard():
+            for attempt in range(MAX_VERIFY_ROUNDS):
+                hits = self.index.search(
+                    match,
+                    tiers,
+                    folder,
+                    want,
+                    limit,
+                    ranking.WEIGHTS,
+                    ranking.INTERNAL_MARKS,
+                    ranking.SNIPPET_TOKENS,
+                )
+                stale = self._stale([h.row for h in hits])
+                if not stale:
+                    break
+                self._refresh(stale)
+                if attempt == MAX_VERIFY_ROUNDS - 1:
+                    hits = [h for h in hits if h.row not in stale]
+            total = self.index.match_count(match, folder, want)
+            scanned = self.index.count(folder)
+            status = self.status()
+        shown = ranking.scores([(h.score, h.tier) for h in hits])
+        return Found(
+            hits=[
+                SearchHit(h.row, score, ranking.excerpt(h.snippet, h.body, h.body_start))
+                for h, score in zip(hits, shown, strict=True)
+            ],
+            total=total,
+            scanned=scanned,
+            status=status,
+        )
+
+    def titled(self, needle: str, limit: int) -> list[Row]:
+        """Notes whose title contains ``needle`` (case-insensitive), checked against the
+        files, in path order; at most ``limit``."""
+        with self._guard():
+            rows = self.index.titled(needle.casefold(), limit)
+            stale = self._stale(rows)
+            if stale:
+                self._refresh(stale)
+                rows = self.index.titled(needle.casefold(), limit)
+        return rows
+
+    def complete(self, prefix: str, limit: int) -> tuple[list[Components], int]:
+        """Note paths starting with ``prefix`` (case-insensitive), and how many there are."""
+        with self._guard():
+            return self.index.paths_with_prefix(prefix.casefold(), limit)
+
+    def _stale(self, rows: Sequence[Row]) -> list[Row]:
+        stale = []
+        for row in rows:
+            try:
+                info = self.store.root.stat(row.parts)
+            except sx.SandboxError:
+                stale.append(row)
+                continue
+            if not row.matches(info):
+                stale.append(row)
+        return stale
+
+    def _refresh(self, rows: Sequence[Row]) -> None:
+        for row in rows:
+            self.scanner.refresh(row.parts)
+
+    # --- the server's own writes -------------------------------------------------------------
+
+    def wrote(self, parts: Components, text: str, etag: str, info: FileInfo) -> None:
+        """A note this process just created or replaced with ``text`` (``info``: its stat)."""
+        doc = Document(parts, info, etag, analyse(text, stem_of(parts[-1])))
+        self._quietly(lambda: self.index.upsert([doc]), parts)
+
+    def removed(self, parts: Components) -> None:
+        self._quietly(lambda: self.index.delete([parts]), parts)
+
+    def moved(self, src: Components, dst: Components) -> None:
+        def apply() -> None:
+            self.index.delete([src])
+            self.scanner.refresh(dst)
+
+        self._quietly(apply, dst)
+
+    def refresh(self, parts: Components) -> None:
+        self._quietly(lambda: self.scanner.refresh(parts), parts)
+
+    def _quietly(self, fn: Callable[[], object], parts: Components) -> None:
+        # The file operation already happened: the file is the truth, and a failed index
+        # write must not turn a done write into an error. The note is re-checked by the next
+        # lookup that returns it and by the next rescan.
+        try:
+            fn()
+        except (IndexBusy, IndexCorrupt, sx.SandboxError, OSError) as exc:
+            log.warning("index not updated for %s (%s); the rescan will", "/".join(parts), exc)
+            self._local.needs_scan = True
+
+    # --- the full rescan ---------------------------------------------------------------------
+
+    @property
+    def _scan_lock_path(self) -> str:
+        return f"{self.index.path}.scan.lock"
+
+    def _scan_lock_held(self) -> bool:
+        """Whether another process is scanning this workspace now."""
+        try:
+            fd = os.open(self._scan_lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def rescan(
+        self, *, progress: Progress | None = None, stop: Callable[[], bool] = lambda: False
+    ) -> ScanReport | None:
+        """A full incremental rescan, unless another process is running one (None then).
+
+        Serialised across processes by a lock file beside the index: one builds, the others
+        read what it commits.
+        """
+        local = self._local
+        if not local.lock.acquire(blocking=False):
+            return None  # this process is already scanning this workspace
+        try:
+            fd = os.open(
+                self._scan_lock_path,
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+            )
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return None
+                return self._rescan_locked(progress, stop)
+            finally:
+                os.close(fd)
+        finally:
+            local.lock.release()
+
+    def _rescan_locked(self, progress: Progress | None, stop: Callable[[], bool]) -> ScanReport:
+        local = self._local
+        started = time.monotonic()
+
+        def seen(done: int, total: int) -> None:
+            local.done, local.total = done, total
+            if progress is not None:
+                progress(done, total)
+
+        local.scanning, local.done, local.total = True, 0, 0
+        local.needs_scan = False
+        try:
+            try:
+                report = self.scanner.scan(progress=seen, stop=stop)
+            except (IndexBusy, IndexCorrupt) as exc:
+                local.needs_scan = True
+                if isinstance(exc, IndexCorrupt):
+                    self.index.recreate()
+                raise
+            if report.cancelled:
+                local.needs_scan = True
+                return report
+            self.index.set_meta(
+                {
+                    "complete": "1",
+                    "skipped_folders": str(report.skipped_folders),
+                    "scan_done": "0",
+                    "scan_total": "0",
+                    "last_scan": str(int(time.time())),
+                }
+            )
+            local.last_report = report
+            local.finished = time.monotonic()
+            if report.indexed or report.removed:
+                log.info(
+                    "index of %r: %d notes, %d (re)indexed, %d removed, %d skipped "
+                    "folder(s), in %.1f s",
+                    self.name,
+                    report.notes,
+                    report.indexed,
+                    report.removed,
+                    report.skipped_folders,
+                    time.monotonic() - started,
+                )
+            return report
+        finally:
+            local.scanning = False
+
+    def scan_folder(self, folder: Components) -> None:
+        """Bring one subtree up to date (a folder a watcher saw appear or change)."""
+        self._quietly(lambda: self.scanner.scan(folder), folder)
+
+    def forget_folder(self, folder: Components) -> None:
+        self._quietly(lambda: self.index.delete_folders([folder]), folder)

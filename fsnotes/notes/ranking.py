@@ -1,0 +1,80 @@
+"""How search hits are ranked and excerpted.
+
+A note *about* a thing usually names it in its title and its file name, so notes are
+ranked first by how many of those two hold every query term (2, 1 or 0); within each tier
+FTS5's ``bm25()`` ranks, with a match in a heading, a tag or the title counting more than
+one in running text.
+(FTS5's bm25 adds the weighted hits of all columns before its term-frequency saturation, so
+column weights alone cannot lift a short title over a long body: hence the tiers.) Excerpts
+come from FTS5's ``snippet()`` over the body, with the matched
+words marked, and are placed on the line of the note they start on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .index import FTS_COLUMNS
+
+# bm25 weight per FTS column (fsnotes/notes/index.py FTS_COLUMNS order).
+COLUMN_WEIGHTS: dict[str, float] = {
+    "path": 2.0,
+    "title": 3.0,
+    "headings": 2.0,
+    "tags": 2.0,
+    "front": 1.5,
+    "body": 1.0,
+}
+# The columns that make a tier: each one that holds every query term lifts a note a tier.
+TIER_COLUMNS = ("title", "path")
+WEIGHTS: tuple[float, ...] = tuple(COLUMN_WEIGHTS[c] for c in FTS_COLUMNS)
+
+# Matched words are wrapped in these marks: Markdown bold, which every model reads as
+# emphasis (a note's own '**' can look the same; the excerpt is a pointer, not the text).
+MARK_OPEN = "**"
+MARK_CLOSE = "**"
+ELLIPSIS = "…"
+# Words per excerpt: about two lines of prose, enough to tell notes apart.
+SNIPPET_TOKENS = 24
+# Internal marks used while locating the excerpt in the body (never in a note: C0 controls
+# cannot be indexed as words, and are replaced by the public marks before returning).
+_OPEN, _CLOSE = "\x02", "\x03"
+INTERNAL_MARKS = (_OPEN, _CLOSE, ELLIPSIS)
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    line: int  # 1-based line of the note where the excerpt starts
+    text: str
+
+
+def scores(hits: list[tuple[float, int]]) -> list[float]:
+    """Scores shown to the caller for (bm25, tier) in rank order: relative relevance,
+    higher is better; the best bm25 counts 1, and each tier adds 1 (every term in the title:
+    +1; in the path too: +2). (bm25's absolute values mean nothing across queries, and FTS5 floors
+    the weight of a word found in most notes to 1e-6, so raw values can all round to 0.)"""
+    best = min((b for b, _ in hits), default=0.0)
+    return [
+        round((b / best if best < 0 else 1.0) + (1.0 if titled else 0.0), 3) for b, titled in hits
+    ]
+
+
+def excerpt(raw: str, body: str | None, body_start: int) -> Excerpt | None:
+    """Turn a ``snippet()`` made with :data:`INTERNAL_MARKS` into a one-line excerpt.
+
+    ``body`` (the indexed text after the frontmatter) locates the line; without it the
+    excerpt is placed on the body's first line.
+    """
+    if not raw.strip():
+        return None
+    plain = raw.replace(_OPEN, "").replace(_CLOSE, "")
+    core = plain.strip(ELLIPSIS).strip()
+    line = body_start
+    if body is not None and core:
+        at = body.find(core)
+        if at < 0:
+            at = body.find(core.split("\n", 1)[0])
+        if at >= 0:
+            line = body_start + body.count("\n", 0, at)
+    text = raw.replace(_OPEN, MARK_OPEN).replace(_CLOSE, MARK_CLOSE)
+    return Excerpt(line=line, text=" ".join(text.split()))

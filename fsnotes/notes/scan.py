@@ -1,0 +1,266 @@
+"""The index's builder: an incremental rescan of one workspace, through its Root only.
+
+The ground truth of what is in a workspace is the workspace. A rescan lists every folder
+(``Root.listdir``: descriptors, no symlink followed, no mount crossed) and compares each
+note's ``(st_dev, st_ino, st_mtime_ns, st_size)`` with what the index remembers; only notes
+whose tuple changed are read and parsed again, and notes (or whole folders) that are gone
+are dropped. A first build is the same rescan against an empty index, so a build that is
+interrupted (a kill, a restart) resumes where its last committed batch ended.
+
+Two passes bound memory by the largest folder, not the vault: the first only counts what
+changed (so progress has one total), the second lists each changed folder again and
+indexes it in batches. Folders deeper than a note may be (:data:`sandbox.uri.MAX_DEPTH`) or
+with more entries than :data:`MAX_FOLDER_ENTRIES` are skipped and counted, never a failure.
+
+Inherent limit: a file rewritten in place within the filesystem's timestamp granularity
+(a few milliseconds on ext4) without a change of size looks unchanged until it changes again
+(editors and sync tools write a new file and rename it, which changes the inode).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from sandbox import errors as sx
+from sandbox import uri as lexical
+from sandbox.root import DirEntry, FileInfo
+
+from .index import Document, NoteIndex
+from .store import MAX_NOTE_BYTES, NoteError, NoteStore
+
+log = logging.getLogger("fsnotes.index")
+
+Components = tuple[str, ...]
+
+# A folder with more entries than this is skipped (and counted): one listing holds its names
+# in memory. Far above any real notes folder; keeps a hostile or mistaken mount (a maildir, a
+# cache) from costing the rescan its memory bound.
+MAX_FOLDER_ENTRIES = 500_000
+# Notes per workspace. The index and a rescan handle millions; past this a vault is more
+# likely a mistake (a home directory given as a workspace) than notes.
+MAX_NOTES = 2_000_000
+# Notes read and written per index transaction: readers see batches appear whole; a kill
+# loses at most one batch of work.
+BATCH = 256
+
+
+@dataclass
+class ScanReport:
+    notes: int = 0  # notes found
+    indexed: int = 0  # read and (re)written to the index
+    removed: int = 0  # dropped from the index (gone, or no longer a note)
+    rejected: int = 0  # note-named files that are not notes (not UTF-8, too large, ...)
+    skipped_folders: int = 0  # too deep or too many entries: not indexed
+    cancelled: bool = False
+    changed_folders: list[Components] = field(default_factory=list)
+
+
+Progress = Callable[[int, int], None]  # (done, total)
+FileInfoEntry = tuple[str, FileInfo]
+
+
+class Scanner:
+    """Rescans one workspace into its index."""
+
+    def __init__(
+        self,
+        store: NoteStore,
+        index: NoteIndex,
+        base: Components,
+        *,
+        on_folder: Callable[[Components], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.base = base  # the workspace's own components (to know which names URIs can hold)
+        self.on_folder = on_folder  # called for every folder listed (the watcher adds it)
+
+    # --- a whole workspace -------------------------------------------------------------------
+
+    def scan(
+        self,
+        folder: Components = (),
+        *,
+        progress: Progress | None = None,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> ScanReport:
+        """Bring the index of ``folder``'s subtree (the workspace by default) up to date."""
+        report = ScanReport()
+        pending: list[Components] = []
+        seen_folders: set[Components] = set()
+        total = 0
+        for parts, entries in self._folders(folder, report, seen_folders):
+            if stop():
+                report.cancelled = True
+                return report
+            changed, _vanished, _notes = self._diff(parts, entries)
+            report.notes += _notes
+            if changed or _vanished:
+                pending.append(parts)
+                total += len(changed)
+        done = 0
+        if progress is not None:
+            progress(0, total)
+        for parts in pending:
+            if stop():
+                report.cancelled = True
+                return report
+            try:
+                listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
+            except sx.SandboxError:
+                listed = []  # gone since the first pass: its notes are dropped
+            done += self._apply(parts, self._notes_in(parts, listed), report, progress, done, total)
+        gone = [f for f in self.index.folders() if _below(f, folder) and f not in seen_folders]
+        if gone:
+            report.removed += self.index.delete_folders(gone)
+        report.changed_folders = pending
+        return report
+
+    def _folders(
+        self, top: Components, report: ScanReport, seen: set[Components]
+    ) -> Iterator[tuple[Components, list[FileInfoEntry]]]:
+        """Every folder of the subtree with its listed entries, depth first."""
+        stack = [top]
+        notes = 0
+        while stack:
+            parts = stack.pop()
+            try:
+                listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
+            except sx.LimitExceeded:
+                log.warning("not indexing a folder with over %d entries", MAX_FOLDER_ENTRIES)
+                report.skipped_folders += 1
+                continue
+            except sx.SandboxError:
+                continue  # vanished, swapped for a link, or unreadable: nothing to index
+            seen.add(parts)
+            if self.on_folder is not None:
+                self.on_folder(parts)
+            children: list[Components] = []
+            for entry in listed:
+                child = (*parts, entry.name)
+                if entry.info.kind == "dir" and _folder_name(entry.name):
+                    if len(child) >= lexical.MAX_DEPTH:
+                        # A note in it would be deeper than any path a client may send.
+                        report.skipped_folders += 1
+                    else:
+                        children.append(child)
+            entries = self._notes_in(parts, listed)
+            notes += len(entries)
+            if notes > MAX_NOTES:
+                log.warning("not indexing past %d notes in one workspace", MAX_NOTES)
+                report.skipped_folders += 1 + len(stack)
+                return
+            yield parts, entries
+            stack.extend(reversed(children))
+
+    def _notes_in(self, parts: Components, listed: list[DirEntry]) -> list[FileInfoEntry]:
+        # Hidden names (our own temp files among them) are never notes.
+        return [
+            (e.name, e.info)
+            for e in listed
+            if not e.name.startswith(".")
+            and self.store.is_listed((*parts, e.name), e.info, self.base)
+        ]
+
+    def _diff(
+        self, parts: Components, entries: list[FileInfoEntry]
+    ) -> tuple[list[tuple[str, FileInfo]], list[str], int]:
+        known = self.index.manifest(parts)
+        changed = []
+        for name, info in entries:
+            was = known.pop(name, None)
+            if was != (info.identity.dev, info.identity.ino, info.mtime_ns, info.size):
+                changed.append((name, info))
+        return changed, list(known), len(entries)
+
+    def _apply(
+        self,
+        parts: Components,
+        entries: list[FileInfoEntry],
+        report: ScanReport,
+        progress: Progress | None,
+        done: int,
+        total: int,
+    ) -> int:
+        changed, vanished, _count = self._diff(parts, entries)
+        if vanished:
+            report.removed += self.index.delete([(*parts, name) for name in vanished])
+        count = 0
+        for start in range(0, len(changed), BATCH):
+            batch = changed[start : start + BATCH]
+            docs, rejects = self._read_batch(parts, batch)
+            count += len(batch)
+            meta = {"scan_done": str(min(done + count, total)), "scan_total": str(total)}
+            self.index.upsert(docs, meta=meta)
+            if rejects:
+                self.index.reject(rejects)
+            report.indexed += len(docs)
+            report.rejected += len(rejects)
+            if progress is not None:
+                progress(min(done + count, total), total)
+        return count
+
+    def _read_batch(
+        self, parts: Components, batch: list[tuple[str, FileInfo]]
+    ) -> tuple[list[Document], list[tuple[Components, FileInfo]]]:
+        docs: list[Document] = []
+        rejects: list[tuple[Components, FileInfo]] = []
+        for name, info in batch:
+            note_parts = (*parts, name)
+            if info.size > MAX_NOTE_BYTES:
+                rejects.append((note_parts, info))
+                continue
+            try:
+                note = self.store.read(note_parts)
+            except NoteError:
+                rejects.append((note_parts, info))
+                continue
+            except sx.SandboxError:
+                # Changed under us (swapped for a link, removed, hard-linked): not a note
+                # now; remembered with the stat we listed, so it is looked at again only
+                # once it changes.
+                rejects.append((note_parts, info))
+                continue
+            docs.append(Document(note_parts, note.info, note.etag, note.meta))
+        return docs, rejects
+
+    # --- one note ------------------------------------------------------------------------
+
+    def refresh(self, parts: Components) -> bool:
+        """Re-check one note against the file (a stat through the Root, a read if it
+        changed). Returns whether the index now holds it."""
+        try:
+            info = self.store.root.stat(parts)
+        except sx.SandboxError:
+            self.index.delete([parts])
+            return False
+        if not self.store.is_listed(parts, info, self.base) or len(parts) > lexical.MAX_DEPTH:
+            self.index.delete([parts])
+            return False
+        row = self.index.get(parts)
+        if row is not None and row.matches(info):
+            return True
+        docs, rejects = self._read_batch(parts[:-1], [(parts[-1], info)])
+        if docs:
+            self.index.upsert(docs)
+            return True
+        self.index.reject(rejects)
+        return False
+
+
+def _folder_name(name: str) -> bool:
+    """Whether notes below a folder of this name can be listed: not hidden, and a name a
+    URI can hold (not undecodable bytes, no control character, ...)."""
+    if name.startswith("."):
+        return False
+    try:
+        lexical.check_name(name)
+    except sx.SandboxError:
+        return False
+    return True
+
+
+def _below(folder: Components, top: Components) -> bool:
+    return folder[: len(top)] == top
