@@ -62,6 +62,8 @@ class Wire:
         )
         self._buf = b""
         self._next_id = 0
+        # Every line the server wrote to stdout so far, as bytes: what the client received.
+        self.received: list[bytes] = []
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -85,6 +87,7 @@ class Wire:
                 return None
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
+        self.received.append(line)
         return json.loads(line)
 
     def call(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
