@@ -56,16 +56,18 @@ HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
+_HIDDEN_POINTS = frozenset(cp for lo, hi in HIDDEN_RANGES for cp in range(lo, hi + 1))
+
+
 def hidden(ch: str) -> bool:
     """Whether ``ch`` (one character) draws as nothing or changes how its neighbours draw."""
-    if unicodedata.category(ch) in HIDDEN_CATEGORIES:
-        return True
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in HIDDEN_RANGES)
+    return unicodedata.category(ch) in HIDDEN_CATEGORIES or ord(ch) in _HIDDEN_POINTS
 
 
 def has_hidden(text: str) -> bool:
     """Whether any character of ``text`` is :func:`hidden`."""
+    if text.isascii():  # the common case: only the C0 controls and DEL can hide here
+        return not text.isprintable()
     return any(hidden(ch) for ch in text)
 
 
