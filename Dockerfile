@@ -8,6 +8,9 @@
 # publish the page on the host's loopback only, and bind it on all container interfaces:
 #   ... -p 127.0.0.1:8765:8765 -e FSNOTES_SETUP_BIND=0.0.0.0 \
 #     -e FSNOTES_WORKSPACE=/notes/personal -e FSNOTES_SETUP_ALLOW=/notes IMAGE
+# Granting at a terminal instead (README, the Docker grant example): --entrypoint fsnotes
+# IMAGE grant ..., with the server's mounts, FSNOTES_WORKSPACE, FSNOTES_SETUP_ALLOW and
+# FSNOTES_PRINCIPAL (the default workspace /notes would overlap every folder below it).
 #
 # BASE_IMAGE: any Debian-like image with python3 >= 3.11. CI overrides it with a local
 # debootstrap + `docker import` image because no registry is reachable there.

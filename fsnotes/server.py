@@ -165,7 +165,6 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         store=setup_store,
         sealer=sealer,
         clock=clock,
-        state_dir=str(config.state_dir),
         grant_command=grant_command(config),
         start_page=None,
     )

@@ -38,6 +38,7 @@ from ..security.seal import (
     StateUnknownKey,
     digest_arguments,
 )
+from ..security.shown import distinguishable, shown
 from .catalog import CatalogUnavailable
 from .service import Located, NotesService, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
@@ -152,13 +153,18 @@ class DeleteFlow:
 
     @staticmethod
     def _form(ws: Workspace, args: Mapping[str, Any], notes: list[Note]) -> ElicitForm:
+        # Everything the person reads goes through the one rule in security.shown: names and
+        # titles come from whoever wrote the files, the asked title from the model. Each
+        # option's const is its path as shown (one-to-one with the paths, and distinct in
+        # look), so a host that displays consts shows no hidden characters either.
+        labels = distinguishable([display(n.parts) for n in notes])
         options = [
             {
-                "const": display(n.parts),
-                "title": f"{display(n.parts)} — “{n.meta.title}”, modified "
+                "const": label,
+                "title": f"{label} — “{shown(n.meta.title)}”, modified "
                 f"{iso_time(n.info.mtime_ns).replace('T', ' ')}",
             }
-            for n in notes
+            for label, n in zip(labels, notes, strict=True)
         ]
         note_id: dict[str, Any] = {
             "type": "string",
@@ -168,13 +174,13 @@ class DeleteFlow:
         if len(options) == 1:
             note_id["default"] = options[0]["const"]
         asked = (
-            f"the note at '{display(notes[0].parts)}'"
+            f"the note at '{labels[0]}'"
             if args.get("uri") is not None
-            else f"a note titled like “{args['title']}”"
+            else f"a note titled like “{shown(str(args['title']))}”"
         )
         return ElicitForm(
             message=(
-                f"The assistant wants to delete {asked} from workspace '{ws.name}'. "
+                f"The assistant wants to delete {asked} from workspace '{shown(ws.name)}'. "
                 "Choose the note and tick the box to delete it permanently; "
                 "decline to keep it."
             ),
@@ -225,12 +231,19 @@ class DeleteFlow:
                 "tool or arguments); nothing was deleted. Ask again with these arguments."
             )
         try:
-            candidates = {
-                str(c[0]): Candidate(
-                    str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]), int(c[4])
-                )
+            sealed_candidates = [
+                Candidate(str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]), int(c[4]))
                 for c in sealed["c"]
-            }
+            ]
+            # Keyed by the option the person was shown (the form's const), rebuilt from the
+            # sealed set exactly as the form was.
+            candidates = dict(
+                zip(
+                    distinguishable([c.note_id for c in sealed_candidates]),
+                    sealed_candidates,
+                    strict=True,
+                )
+            )
             nonce, expires = str(sealed["n"]), float(sealed["exp"])
             ws_name = str(sealed["w"])
         except (KeyError, TypeError, ValueError, IndexError):

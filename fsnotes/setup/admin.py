@@ -79,7 +79,7 @@ def run_grant(
         try:
             target = scope.target(components, level)
         except NotGrantable as exc:
-            print(f"fsnotes: not granted: {exc}", file=sys.stderr)
+            print(f"fsnotes: not granted: {exc} {exc.detail}".rstrip(), file=sys.stderr)
             return 2
         store.grant(config.principal, target.path, level)
     finally:

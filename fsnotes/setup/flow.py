@@ -20,12 +20,19 @@ Both protocol eras, one handler:
   elicitation, and the completion notification tells its client when to retry.
 
 Without ``elicitation.url`` declared on the request: ``-32021`` (modern) or an ``isError``
-result (legacy), each naming the exact ``fsnotes grant`` command that does the same thing.
+result (legacy), each pointing the person to the exact ``fsnotes grant`` command that does the
+same thing, which the server prints on its stderr at that moment.
+
+What the client receives never names a host path it did not send: not the state directory
+(where the setup code lies), not the allowlist. The page, which only the person sees, says
+where the code file is; the operator's stderr carries the full terminal command. Every
+message the person reads (the URL request's) is rendered by :mod:`fsnotes.security.shown`.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
@@ -53,6 +60,7 @@ from ..protocol.registry import (
 )
 from ..security.grants import Access
 from ..security.seal import Sealer, StateExpired, StateInvalid, StateUnknownKey, digest_arguments
+from ..security.shown import shown
 from .policy import PageUnavailable
 from .runtime import NotGrantable, RuntimeScope, Target
 from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
@@ -107,7 +115,6 @@ class SetupFlow:
         store: SetupStore,
         sealer: Sealer,
         clock: Callable[[], float],
-        state_dir: str,
         grant_command: str,
         start_page: PageStarter | None,
     ) -> None:
@@ -116,7 +123,6 @@ class SetupFlow:
         self.store = store
         self.sealer = sealer
         self.clock = clock
-        self.state_dir = state_dir
         self.grant_command = grant_command  # "fsnotes grant ..." with the server's options
         self.start_page = start_page
         self._events: dict[str, anyio.Event] = {}
@@ -157,6 +163,20 @@ class SetupFlow:
             f"--principal {shlex.quote(self.service.principal)} --access {access.label}"
         )
 
+    def at_terminal(self, target: Target, access: Access) -> str:
+        """Print the exact ``fsnotes grant`` command for the operator; return what the client
+        may be told. The command names the state directory and the allowlist, host paths the
+        caller never sent (and the state directory is where the setup code lies), so it goes
+        to stderr, which the person who runs fsnotes reads and the client does not."""
+        log.warning(
+            "notes_setup: to grant this at a terminal instead, run: %s",
+            self.command_for(target, access),
+        )
+        return (
+            "The person who runs fsnotes can grant it at a terminal instead, with the exact "
+            "`fsnotes grant` command this server has just printed on its error output (stderr)."
+        )
+
     async def handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
         access = Access.parse(args.access)
         try:
@@ -179,8 +199,8 @@ class SetupFlow:
         if not ctx.supports_elicitation("url"):
             raise MissingCapability(
                 "Connecting a folder needs the person to open this server's setup page, and "
-                "this client cannot open URLs (it did not declare elicitation URL mode). The "
-                "person can grant it at a terminal instead: " + self.command_for(target, access),
+                "this client cannot open URLs (it did not declare elicitation URL mode). "
+                + self.at_terminal(target, access),
                 required={"elicitation": {"url": {}}},
             )
         arguments = {"workspaceUri": uri, "access": access.label}
@@ -236,8 +256,7 @@ class SetupFlow:
             except PageUnavailable as exc:
                 await anyio.to_thread.run_sync(self.store.cancel, setup.id, principal)
                 raise ToolError(
-                    f"The setup page cannot start ({exc}). The person can grant the folder at a "
-                    "terminal instead: " + self.command_for(target, access)
+                    f"The setup page cannot start ({exc}). " + self.at_terminal(target, access)
                 ) from None
         request = self._elicitation(setup, target)
         if ctx.era == "legacy":
@@ -268,12 +287,15 @@ class SetupFlow:
                 del self._asked[setup_id]
 
     def _elicitation(self, setup: Setup, target: Target) -> ElicitURL:
+        # No host path the caller did not send: the page tells the person where the code
+        # file is. Shown, since the person reads it (the folder's name is already refused if
+        # it hides characters; the principal comes from the configuration).
         return ElicitURL(
             message=(
-                f"fsnotes asks you to connect the folder {target.path} with "
-                f"'{setup.access.label}' access for '{setup.principal}'. Open the page, check "
-                "the request, and approve it with the setup code that fsnotes printed when it "
-                f"started (also in {self.state_dir}/setup-code), or deny it."
+                f"fsnotes asks you to connect the folder {shown(target.path)} with "
+                f"'{setup.access.label}' access for '{shown(setup.principal)}'. Open the page, "
+                "check the request, and approve it with the setup code that fsnotes printed "
+                "when it started (the page says where else to find it), or deny it."
             ),
             url=self.scope.policy.page_url(setup.id),
             elicitation_id=setup.id,
@@ -443,6 +465,7 @@ class SetupFlow:
 def _result(
     status: str, message: str, uri: str, access: Access, *, granted: bool = False
 ) -> ToolResult:
+    # The text block is the same JSON as structuredContent, as for every other tool.
     return ToolResult(
         structured=SetupResult.model_validate(
             {
@@ -452,22 +475,27 @@ def _result(
                 "workspaceUri": uri,
                 "access": access.label,
             }
-        ),
-        text=message,
+        )
     )
 
 
 # The longest client self-description shown on the page; clientInfo is free text.
 MAX_CLIENT_LABEL = 80
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _client_label(info: Mapping[str, Any] | None) -> str | None:
-    """``name version`` from the request's clientInfo, printable and bounded, or ``None``."""
+    """``name version`` from the request's clientInfo, bounded, or ``None``.
+
+    Kept as sent, hidden characters included: the page renders it with
+    :func:`~fsnotes.security.shown.shown`, so they show as escapes rather than vanish. Lone
+    surrogates (a JSON ``\\udcff`` escape) cannot be stored as text; they become U+FFFD.
+    """
     if not isinstance(info, Mapping):
         return None
     parts = [info.get("title") or info.get("name"), info.get("version")]
     text = " ".join(str(p) for p in parts if isinstance(p, str) and p.strip())
-    text = "".join(c for c in text if c.isprintable())[:MAX_CLIENT_LABEL].strip()
+    text = _SURROGATE.sub("\ufffd", text[:MAX_CLIENT_LABEL]).strip()
     return text or None
 
 

@@ -16,7 +16,10 @@ nothing the model or another web page could send:
 
 Every response, errors included, carries a strict Content-Security-Policy (no script, no
 external resource; the one inline stylesheet is allowed by its hash), anti-framing and
-no-store headers. Every interpolated value is HTML-escaped.
+no-store headers. Every interpolated value is HTML-escaped, and every value the person must
+judge (principal, folder, client, file path) is first rendered by
+:func:`fsnotes.security.shown.shown`, so invisible and direction-changing characters show as
+visible escapes instead of drawing as something else.
 
 ``Referrer-Policy`` is ``same-origin``, not ``no-referrer``: under ``no-referrer`` browsers
 send ``Origin: null`` on form POSTs (Fetch standard, "append a request Origin header"; seen
@@ -55,6 +58,7 @@ from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 
 from ..security.grants import Access
+from ..security.shown import shown
 from . import code as setup_code
 from .policy import PAGE_HOST, SetupPolicy
 from .store import (
@@ -204,6 +208,11 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _shown(value: str) -> str:
+    """A value the person must judge, as it is (hidden characters escaped), for HTML."""
+    return _e(shown(value))
+
+
 def _when(ts: float, now: float) -> str:
     """An absolute local time and how far away it is, e.g. ``14:35 CET (in 9 minutes)``."""
     at = _dt.datetime.fromtimestamp(ts).astimezone()
@@ -218,8 +227,8 @@ def _when(ts: float, now: float) -> str:
 
 
 def _path_html(path: str) -> str:
-    """An escaped path that may wrap after any slash (``<wbr>`` copies as nothing)."""
-    return "/<wbr>".join(_e(part) for part in path.split("/"))
+    """A path as shown, escaped, that may wrap after any slash (``<wbr>`` copies as nothing)."""
+    return "/<wbr>".join(_e(part) for part in shown(path).split("/"))
 
 
 def _access_html(access: Access) -> str:
@@ -256,10 +265,10 @@ class _Renderer:
         )
 
     def facts(self, setup: Setup, facts: PageFacts, now: float, *, expiry: bool) -> str:
-        who = f"<code>{_e(setup.principal)}</code>"
+        who = f"<code>{_shown(setup.principal)}</code>"
         who += '<span class="sub">its name in the fsnotes configuration</span>'
         if facts.client:
-            who += f'<span class="sub">its app reports itself as {_e(facts.client)}</span>'
+            who += f'<span class="sub">its app reports itself as {_shown(facts.client)}</span>'
         folder = f'<code class="path">{_path_html(setup.path)}</code>'
         if facts.folder_uri:
             folder += f'<span class="sub mono">{_path_html(facts.folder_uri)}</span>'
@@ -313,7 +322,7 @@ class _Renderer:
                     "ok",
                     "✓",
                     "Access granted",
-                    f"<p><code>{_e(setup.principal)}</code> can now {_e(access)}. "
+                    f"<p><code>{_shown(setup.principal)}</code> can now {_e(access)}. "
                     "fsnotes keeps this grant until it is removed with <code>fsnotes grant "
                     "--revoke</code>. You can close this page and go back to your "
                     "assistant.</p>",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ from sandbox.root import Root
 
 from ..notes.store import NoteStore
 from ..security.grants import Access, Grant, Grants, Workspace
+from ..security.shown import has_hidden
 from .policy import SetupPolicy
 from .store import SetupStore, SetupStoreBusy, StoredGrant
 
@@ -49,16 +49,16 @@ class Target:
 
 
 class NotGrantable(Exception):
-    """The folder cannot be granted at run time; the message says why and what to do."""
+    """The folder cannot be granted at run time; the message says why and what to do.
 
+    ``str()`` goes to the MCP client, so it names no host path the caller did not send.
+    ``detail`` adds, for the operator at a terminal (``fsnotes grant``), the paths that
+    explain it: the allowlist, the overlapping workspace or folder.
+    """
 
-# Unicode categories that render as nothing or reorder text: controls (Cc), format
-# characters such as bidi overrides and zero-width joiners (Cf), line/paragraph separators.
-_DECEPTIVE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-
-
-def _deceptive(name: str) -> bool:
-    return any(unicodedata.category(c) in _DECEPTIVE_CATEGORIES for c in name)
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 def _nested(a: Components, b: Components) -> bool:
@@ -112,9 +112,11 @@ class RuntimeScope:
                 f"At most '{policy.max_access.label}' access can be granted at run time on this "
                 f"server; ask for '{policy.max_access.label}' or less."
             )
-        if any(_deceptive(name) for name in components):
+        if any(has_hidden(name) for name in components):
             # The person approves what the page *shows*: a name with invisible or
-            # direction-changing characters can look like another folder there.
+            # direction-changing characters can look like another folder there. The page
+            # would show them escaped (security.shown, the same definition); refusing is
+            # plainer still.
             raise NotGrantable(
                 "That folder's path contains invisible or text-direction characters, which "
                 "could make it look like another folder on the setup page; rename it first."
@@ -122,8 +124,9 @@ class RuntimeScope:
         where = policy.parent_of(components)
         if where is None:
             raise NotGrantable(
-                "That folder is outside the folders this server may grant at run time "
-                f"(below {', '.join(policy.allow)}); it cannot be granted at run time."
+                "That folder is outside the folders this server may grant at run time; it "
+                "cannot be granted at run time.",
+                detail=f"The setup allowlist: {', '.join(policy.allow)}.",
             )
         configured = None
         for ws in self._grants.configured_workspaces:
@@ -131,15 +134,17 @@ class RuntimeScope:
                 configured = ws
             elif _nested(ws.components, components):
                 raise NotGrantable(
-                    f"That folder overlaps the configured workspace '{ws.name}' ({ws.uri}); "
-                    "grant that workspace or a folder beside it instead."
+                    "That folder overlaps a workspace configured for this server; ask for that "
+                    "workspace or a folder beside it instead.",
+                    detail=f"It overlaps the configured workspace '{ws.name}' ({ws.uri}).",
                 )
         if configured is None:
             for other in self._runtime_paths():
                 if _nested(other, components):
                     raise NotGrantable(
-                        f"That folder overlaps the granted folder {lexical.to_file_uri(other)}; "
-                        "grant that folder or one beside it instead."
+                        "That folder overlaps another folder granted at run time; ask for "
+                        "that folder or one beside it instead.",
+                        detail=f"It overlaps the granted folder {lexical.to_file_uri(other)}.",
                     )
             index, rel = where
             try:

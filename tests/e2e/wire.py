@@ -62,6 +62,9 @@ class Wire:
         )
         self._buf = b""
         self._next_id = 0
+        # Every line the server wrote to stdout so far, as bytes: what the client received.
+        self.received: list[bytes] = []
+        self._err = b""  # stderr read so far by stderr_until (close() returns it too)
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -85,6 +88,7 @@ class Wire:
                 return None
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
+        self.received.append(line)
         return json.loads(line)
 
     def call(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
@@ -112,6 +116,22 @@ class Wire:
             "tools/call", {"_meta": meta(caps), "name": name, "arguments": arguments, **params}
         )
 
+    def stderr_until(self, text: str, timeout: float = 10.0) -> str:
+        """The server's stderr so far, once it contains ``text`` (what its operator sees)."""
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self._err:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            if not ready:
+                raise AssertionError(f"{text!r} did not appear on stderr: {self._err[-2000:]!r}")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise AssertionError(f"stderr closed without {text!r}: {self._err[-2000:]!r}")
+            self._err += chunk
+        return self._err.decode(errors="replace")
+
     def close(self) -> str:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -121,7 +141,7 @@ class Wire:
             self.proc.kill()
             self.proc.wait()
         assert self.proc.stderr is not None
-        err = self.proc.stderr.read().decode(errors="replace")
+        err = (self._err + self.proc.stderr.read()).decode(errors="replace")
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,90 @@ def test_note_recreated_with_same_text_after_question(server: Server, vault: Pat
     )
     assert isinstance(out, Outcome) and out.error and "changed or replaced" in out.error
     assert (vault / "inbox.md").read_text() == original
+
+
+# --- what the person is shown ----------------------------------------------------------------
+
+# Characters that draw as nothing or reorder what follows them; none may reach the person raw.
+RLO, LRI, ZWSP, BEL = "\u202e", "\u2066", "\u200b", "\u0007"
+
+
+def options_of(q: InputRequired) -> list[dict[str, Any]]:
+    form = q.requests[CONFIRM_KEY]
+    assert isinstance(form, ElicitForm)
+    return list(form.requested_schema["properties"]["note_id"]["oneOf"])
+
+
+def test_hostile_names_and_titles_reach_the_person_escaped(server: Server, vault: Path) -> None:
+    # A right-to-left override draws the rest of a name backwards ("report-dm.doc.md"); a
+    # zero-width space makes "re<U+200B>port.md" draw exactly like "report.md".
+    (vault / f"report-{RLO}dm.cod.md").write_text("# Report\n")
+    (vault / f"re{ZWSP}port.md").write_text(f"# Report{LRI} final{BEL}\n")
+    (vault / "report.md").write_text("# Report\n")
+    args = {"title": "report"}
+    q = ask(server, args)
+    form = q.requests[CONFIRM_KEY]
+    assert isinstance(form, ElicitForm)
+    options = options_of(q)
+    shown = [o["const"] for o in options]
+    assert sorted(shown) == ["re\\u200bport.md", "report-\\u202edm.cod.md", "report.md"]
+    for text in [form.message, *shown, *(o["title"] for o in options)]:
+        assert not any(ch in text for ch in (RLO, LRI, ZWSP, BEL)), text
+    zw = next(o for o in options if o["const"] == "re\\u200bport.md")
+    assert "“Report\\u2066 final\\u0007”" in zw["title"]
+    # The person picks the option they saw; exactly that file goes.
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="re\\u200bport.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True, out
+    assert not (vault / f"re{ZWSP}port.md").exists()
+    assert (vault / "report.md").exists() and (vault / f"report-{RLO}dm.cod.md").exists()
+
+
+def test_the_form_message_shows_the_asked_title_escaped(server: Server, vault: Path) -> None:
+    (vault / f"in{RLO}box.md").write_text(f"# In{RLO}box\n")
+    q = ask(server, {"title": f"in{RLO}box"})
+    form = q.requests[CONFIRM_KEY]
+    assert isinstance(form, ElicitForm)
+    assert RLO not in form.message and "“in\\u202ebox”" in form.message
+    by_uri = ask(server, {"uri": (vault / f"in{RLO}box.md").as_uri()}).requests[CONFIRM_KEY]
+    assert isinstance(by_uri, ElicitForm)
+    assert RLO not in by_uri.message and "'in\\u202ebox.md'" in by_uri.message
+
+
+def test_raw_name_is_not_an_offered_option(server: Server, vault: Path) -> None:
+    # Only what was shown can be chosen: the raw name (never offered) deletes nothing.
+    (vault / f"re{ZWSP}port.md").write_text("# Report\n")
+    args = {"title": "report"}
+    q = ask(server, args)
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id=f"re{ZWSP}port.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.error and "not one of those offered" in out.error
+    assert (vault / f"re{ZWSP}port.md").exists()
+
+
+def test_names_equal_under_normalisation_give_options_that_look_different(
+    server: Server, vault: Path
+) -> None:
+    nfc, nfd = unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md")
+    assert nfc != nfd
+    for name in (nfc, nfd):
+        (vault / name).write_text("# Café\n")
+        os.utime(vault / name, ns=(1_700_000_000 * 10**9, 1_700_000_000 * 10**9))
+    assert sorted(os.listdir(vault)).count(nfc) == 1 and nfd in os.listdir(vault)
+    args = {"title": "café"}
+    q = ask(server, args)
+    options = options_of(q)
+    assert len(options) == 2
+    looks = {unicodedata.normalize("NFKC", o["title"]) for o in options}
+    assert len(looks) == 2, [o["title"] for o in options]  # not two identical-looking lines
+    consts = {unicodedata.normalize("NFKC", o["const"]) for o in options}
+    assert len(consts) == 2
+    by_const = {o["const"]: o for o in options}
+    assert set(by_const) == {"caf\\u00e9.md", "cafe\\u0301.md"}
+    out = server.deletes.resume(
+        args, q.state or "", answer("accept", note_id="cafe\\u0301.md", confirm=True)
+    )
+    assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True, out
+    assert nfd not in os.listdir(vault) and nfc in os.listdir(vault)

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from fsnotes.security.grants import Access
-from fsnotes.setup.page import MAX_BODY_BYTES
+from fsnotes.setup.page import MAX_BODY_BYTES, PageFacts
 from fsnotes.setup.store import (
     GLOBAL_FAILURES_MAX,
     MAX_CODE_ATTEMPTS,
@@ -421,3 +421,25 @@ def test_csp_hash_matches_the_inline_stylesheet_and_nothing_else_is_inline(
     assert " style=" not in response.text
     assert "src=" not in response.text and "<link" not in response.text
     assert "http://" not in response.text.replace(live_page.origin, "")
+
+
+# --- what the person is shown ----------------------------------------------------------------
+
+
+def test_page_shows_hidden_characters_in_principal_folder_and_client_escaped(
+    live_page: LivePage,
+) -> None:
+    # The page is where a person approves what they read: nothing on it may draw as something
+    # else (security.shown). The store takes any strings; the page does not trust them.
+    setup = live_page.start_setup(principal="ada\u200b", folder="jour\u202elan")
+    live_page.facts = lambda s: PageFacts(folder_uri=None, client="Claude\u2066 Desktop\u0007")
+    browser = live_page.browser()
+    pending = browser.get(setup.id)
+    decided = browser.post(setup.id, csrf=pending.token, action="approve", code=live_page.code)
+    assert (pending.status, decided.status) == (200, 200)
+    for response in (pending, decided):
+        text = response.text.replace("<wbr>", "")
+        for ch in ("\u200b", "\u202e", "\u2066", "\u0007"):
+            assert ch not in text, (ch, response.status)
+        assert "ada\\u200b" in text and "/jour\\u202elan" in text
+    assert "Claude\\u2066 Desktop\\u0007" in pending.text

@@ -3,6 +3,9 @@ a person approving on the real setup page over HTTP. Exact wire shapes in both e
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import subprocess
 import sys
 import threading
@@ -212,27 +215,6 @@ def test_refused_on_the_page_is_a_plain_refusal(server: Wire, place: Path, port:
     assert result["isError"] is False
     assert result["structuredContent"]["status"] == "refused"
     assert SetupStore(place / "state", clock=time.time).grants() == []
-
-
-def test_without_url_elicitation_the_error_names_the_grant_command(
-    server: Wire, place: Path
-) -> None:
-    args = proj_args(place)
-    modern = server.tool("notes_setup", args, {"elicitation": {"form": {}}})
-    assert modern["error"]["code"] == -32021
-    assert modern["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
-    message = modern["error"]["message"]
-    assert "fsnotes grant" in message and "--principal ada --access write" in message
-    assert f"--workspace {place / 'shared' / 'proj'}" in message
-    # The command works as printed (the person runs it at a terminal).
-    command = message[message.index("fsnotes grant") :]
-    argv = command.split()
-    done = subprocess.run(
-        [sys.executable, "-m", "fsnotes", *argv[1:]], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    listed = server.tool("workspaces_list", {})["result"]["structuredContent"]["workspaces"]
-    assert (place / "shared" / "proj").as_uri() in [w["uri"] for w in listed]
 
 
 def test_legacy_without_url_elicitation_is_an_is_error_result_with_the_command(
@@ -485,3 +467,192 @@ def test_legacy_call_completed_by_fsnotes_grant_is_notified_too(place: Path, por
         assert result["result"]["structuredContent"]["status"] == "granted"
     finally:
         w.close()
+
+
+# --- what reaches the client, and what only the person sees ---------------------------------
+
+
+def _secret_places(place: Path) -> list[bytes]:
+    """Host paths the caller never sent and that point at the secret: never on the wire."""
+    return [str(place / "state").encode(), CODE_FILE.encode()]
+
+
+def test_nothing_the_client_receives_names_the_state_dir_or_the_code_file(
+    place: Path, port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    received: list[bytes] = []
+    # 2026-07-28: input_required, the person's page, granted, declined, -32021, a refusal.
+    w = start(place, port)
+    try:
+        args = proj_args(place, "read")
+        first = first_round(w, args)
+        url = first["inputRequests"]["connect_folder"]["params"]["url"]
+        page, _token = Person(port).open(url)
+        # The page, which only the person sees, says where the code is.
+        assert str(place / "state" / CODE_FILE) in page.body.replace("<wbr>", "")
+        Person(port).decide(url, "approve", code_of(place))
+        assert retry(w, args, first["requestState"], "accept")["structuredContent"]["granted"]
+        raise_to = first_round(w, proj_args(place, "write"))
+        declined = retry(w, proj_args(place, "write"), raise_to["requestState"], "decline")
+        assert declined["structuredContent"]["status"] == "declined"
+        other = {"workspaceUri": (place / "shared" / "other").as_uri(), "access": "read"}
+        no_url = w.tool("notes_setup", other, {"elicitation": {"form": {}}})
+        assert no_url["error"]["code"] == -32021
+        outside = w.tool("notes_setup", {"workspaceUri": (place / "outside").as_uri()}, URL_CAPS)
+        assert outside["result"]["isError"] is True
+        # The allowlist is a host path this caller did not send either.
+        assert str(place / "shared") not in outside["result"]["content"][0]["text"]
+    finally:
+        w.close()
+    received += w.received
+    # 2025-11-25: the live elicitation/create, its result; and an isError without URL support.
+    w = start(place, free_port())
+    try:
+        legacy_session(w, URL_CAPS)
+        w.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 10,
+                "method": "tools/call",
+                "params": {"name": "notes_setup", "arguments": proj_args(place, "delete")},
+            }
+        )
+        ask = read_until(w, lambda m: m.get("method") == "elicitation/create")
+        w.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}})
+        done = read_until(w, lambda m: m.get("id") == 10)
+        assert done["result"]["structuredContent"]["status"] == "declined"
+    finally:
+        w.close()
+    received += w.received
+    w = start(place, free_port())
+    try:
+        legacy_session(w, {"elicitation": {"form": {}}})
+        result = w.call("tools/call", {"name": "notes_setup", "arguments": other})["result"]
+        assert result["isError"] is True and "fsnotes grant" in result["content"][0]["text"]
+    finally:
+        w.close()
+    received += w.received
+    # The page cannot start (its port is taken): the isError names no host path either.
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        monkeypatch.setenv("FSNOTES_SETUP_PORT", str(squatter.getsockname()[1]))
+        w = start(place, 0, always_on=False)
+        try:
+            busy = w.tool("notes_setup", other, URL_CAPS)["result"]
+            assert busy["isError"] is True and "cannot start" in busy["content"][0]["text"]
+        finally:
+            w.close()
+    received += w.received
+    assert len(received) >= 10
+    for line in received:
+        for secret in _secret_places(place):
+            assert secret not in line, line
+
+
+def test_without_url_support_the_person_finds_the_exact_command_on_stderr(
+    server: Wire, place: Path
+) -> None:
+    args = proj_args(place)
+    reply = server.tool("notes_setup", args, {"elicitation": {"form": {}}})
+    assert reply["error"]["code"] == -32021
+    assert "fsnotes grant" in reply["error"]["message"]
+    assert "error output" in reply["error"]["message"]
+    err = server.stderr_until("fsnotes grant ")
+    command = err[err.index("fsnotes grant ") :].splitlines()[0]
+    assert f"--state-dir {place / 'state'}" in command
+    assert f"--workspace {place / 'shared' / 'proj'}" in command
+    assert command.endswith("--principal ada --access write")
+    # The command works as printed (the person runs it at a terminal).
+    argv = command.split()
+    done = subprocess.run(
+        [sys.executable, "-m", "fsnotes", *argv[1:]], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    listed = server.tool("workspaces_list", {})["result"]["structuredContent"]["workspaces"]
+    assert (place / "shared" / "proj").as_uri() in [w["uri"] for w in listed]
+
+
+def test_fsnotes_grant_tells_the_operator_which_workspace_overlaps(place: Path) -> None:
+    # At a terminal the operator may see host paths; the client's message names none.
+    (place / "shared" / "proj" / "sub").mkdir()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsnotes",
+            "grant",
+            "--state-dir",
+            str(place / "state"),
+            "--setup-allow",
+            str(place / "shared"),
+            "--workspace",
+            str(place / "shared" / "proj" / "sub"),
+            "--principal",
+            "ada",
+            "--access",
+            "read",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "FSNOTES_WORKSPACE": str(place / "shared" / "proj")},
+    )
+    assert done.returncode == 2
+    assert "overlaps a workspace configured for this server" in done.stderr
+    assert f"'proj' ({(place / 'shared' / 'proj').as_uri()})" in done.stderr
+
+
+def test_every_notes_setup_result_carries_its_json_as_text(
+    server: Wire, place: Path, port: int
+) -> None:
+    args = proj_args(place, "read")
+    first = first_round(server, args)
+    Person(port).decide(first["inputRequests"]["connect_folder"]["params"]["url"], "deny")
+    results = [
+        retry(server, args, first["requestState"], "accept"),
+        server.tool("notes_setup", {"workspaceUri": (place / "notes").as_uri()}, URL_CAPS)[
+            "result"
+        ],
+    ]
+    assert [r["structuredContent"]["status"] for r in results] == ["refused", "already_granted"]
+    for result in results:
+        assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+def test_the_client_app_name_is_shown_on_the_page_as_it_is(
+    server: Wire, place: Path, port: int
+) -> None:
+    # clientInfo is free text from the host: a hidden character in it shows as an escape on
+    # the page, neither drawn as something else nor silently dropped.
+    reply = server.call(
+        "tools/call",
+        {
+            "_meta": {
+                **meta(URL_CAPS),
+                "io.modelcontextprotocol/clientInfo": {"name": "Claude\u202eapp", "version": "1"},
+            },
+            "name": "notes_setup",
+            "arguments": proj_args(place),
+        },
+    )
+    url = reply["result"]["inputRequests"]["connect_folder"]["params"]["url"]
+    page, _token = Person(port).open(url)
+    assert "\u202e" not in page.body
+    assert "reports itself as Claude\\u202eapp 1" in page.body
+    # A lone surrogate (json.dumps sends the escape \udcff, as a hostile client may) cannot
+    # be stored or drawn: it shows as U+FFFD, and the setup still starts.
+    odd = server.call(
+        "tools/call",
+        {
+            "_meta": {
+                **meta(URL_CAPS),
+                "io.modelcontextprotocol/clientInfo": {"name": "Odd\udcff", "version": "2"},
+            },
+            "name": "notes_setup",
+            "arguments": proj_args(place, "delete"),
+        },
+    )
+    url = odd["result"]["inputRequests"]["connect_folder"]["params"]["url"]
+    page, _token = Person(port).open(url)
+    assert "reports itself as Odd\ufffd 2" in page.body
