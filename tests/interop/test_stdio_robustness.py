@@ -15,7 +15,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from fsnotes.protocol.limits import MAX_LINE_BYTES
+from fsnotes.protocol.limits import MAX_BATCH_MEMBERS, MAX_LINE_BYTES
 from tests.interop.interop_support import server_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop, pytest.mark.timeout(90)]
@@ -64,6 +64,16 @@ class RawServer:
     async def ping_ok(self, rid: str = "alive") -> None:
         await self.send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
         assert (await self.response(rid))["result"] == {}
+
+    async def initialize(self, version: str) -> None:
+        params = {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        await self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
+        assert (await self.response("init"))["result"]["protocolVersion"] == version
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def memory_kib(self) -> dict[str, int]:
         fields: dict[str, int] = {}
@@ -150,6 +160,32 @@ async def test_a_50_mib_line_is_refused_and_skipped_with_bounded_memory() -> Non
         print(f"memory before={before} after={after} peak growth={growth_mib:.1f} MiB")
         # Holding the line would add at least 50 MiB; skipping it costs the line limit at most.
         assert growth_mib < MAX_LINE_BYTES / MIB + 8, (before, after)
+
+
+@pytest.mark.parametrize("size", [1_200_000, 8_000_000], ids=["1.2MB", "8MB"])
+async def test_a_huge_2025_03_26_batch_gets_one_error_with_bounded_memory(size: int) -> None:
+    # 2025-03-26 is the one revision with batches. A line of tiny members used to become one
+    # reply per member, all built before the first was written: 1.2 MB held 287 MiB.
+    async with spawn() as server:
+        await server.initialize("2025-03-26")
+        await server.ping_ok("warm")
+        before = server.memory_kib()
+        line = b"[" + b"1," * (size // 2 - 1) + b"1]\n"
+        after: list[dict[str, int]] = []
+        for round_ in range(3):
+            await server.write(line)
+            await server.send({"jsonrpc": "2.0", "id": round_, "method": "ping"})
+            refused = await server.recv(timeout=30)
+            assert "id" not in refused and refused["error"]["code"] == -32600, refused
+            assert str(MAX_BATCH_MEMBERS) in refused["error"]["message"]
+            assert await server.recv(timeout=30) == {"jsonrpc": "2.0", "id": round_, "result": {}}
+            after.append(server.memory_kib())
+        print(f"{len(line)} B batch: before={before} after={after}")
+        peak = (after[-1]["VmHWM"] - before["VmRSS"]) * 1024
+        # Parsing the line costs a few times its size while it lasts (the bytes, the decoded
+        # text, the list: about 6x for this shape; any line of this shape costs as much, batch
+        # or not), and three lines in a row peak no higher than one: nothing stacks up.
+        assert peak < 10 * len(line), (before, after)
 
 
 async def test_two_hundred_concurrent_requests_all_answered() -> None:
