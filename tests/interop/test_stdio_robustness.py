@@ -13,6 +13,7 @@ import termios
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -364,11 +365,21 @@ class _Unread:
         return self.stderr.read().decode(errors="replace")
 
 
-@pytest.mark.parametrize("stdin_kind", ["pipe", "socket"])
-def test_stdin_closed_while_a_write_is_blocked_exits_within_the_eof_grace(stdin_kind: str) -> None:
+@pytest.mark.parametrize(
+    ("product", "stdin_kind"),
+    [("demo", "pipe"), ("demo", "socket"), ("fsnotes serve", "pipe")],
+)
+def test_stdin_closed_while_a_write_is_blocked_exits_within_the_eof_grace(
+    product: str, stdin_kind: str, tmp_path: Path
+) -> None:
     # The client stopped reading, then closed stdin (its normal shutdown). The server is stuck
     # in a write and must still notice the EOF, not wait for SIGTERM.
-    server = _Unread(server_command(), stdin_kind)
+    command = server_command()
+    if product == "fsnotes serve":
+        (tmp_path / "notes").mkdir()
+        command = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(tmp_path / "notes")]
+        command += ["--state-dir", str(tmp_path / "state"), "--principal", "ada"]
+    server = _Unread(command, stdin_kind)
     try:
         server.stall_stdout()
         started = time.monotonic()
