@@ -18,7 +18,7 @@ MAX_IN_FLIGHT = 256
 # Most members of one JSON-RPC batch (2025-03-26 sessions only: that revision "MUST support
 # receiving JSON-RPC batches"; 2025-06-18 removed them). Every member is answered, so without a
 # cap one line of a million tiny members ("[1,1,...]") became a million replies built before the
-# first was written (1.2 MB of input held 287 MiB and 22 s of CPU). A batch cannot usefully hold
+# first was written (1.2 MB of input: a 287 MiB peak and 22 s of CPU). A batch cannot usefully hold
 # more requests than may be in flight at once (MAX_IN_FLIGHT); geth's JSON-RPC server caps a batch
 # at 1,000 calls (node.DefaultConfig BatchRequestLimit). A longer batch gets one error, and none of
 # its members runs.
