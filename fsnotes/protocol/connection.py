@@ -49,15 +49,11 @@ from fsnotes.protocol.registry import (
     URLElicitationRequired,
 )
 from fsnotes.protocol.schema import describe_validation_error, model_schema
+from fsnotes.protocol.versions import ADVERTISED_VERSIONS, LEGACY_VERSIONS, MODERN_VERSIONS
 
 _log = logging.getLogger("fsnotes.protocol")
 
-# --- versions, _meta keys, error codes ----------------------------------------------------------
-
-MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
-# Handshake versions we answer, newest first. An unknown requested version gets the newest
-# (2025-11-25 lifecycle: "respond with another version it supports").
-LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# --- _meta keys, error codes (the versions are in versions.py) ---------------------------------
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -372,7 +368,19 @@ class ServerConnection:
         if isinstance(message, list):
             if message and self._legacy is not None and self._legacy.version == "2025-03-26":
                 # 2025-03-26 only: servers MUST support receiving batches. Each member is
-                # handled (and answered) as if it had come on its own line.
+                # handled (and answered) as if it had come on its own line, up to a cap: every
+                # member costs a reply, so an uncapped batch of tiny members multiplies the line.
+                if len(message) > limits.MAX_BATCH_MEMBERS:
+                    return [
+                        Send(
+                            error_message(
+                                None,
+                                INVALID_REQUEST,
+                                f"Batch too large: at most {limits.MAX_BATCH_MEMBERS} messages "
+                                "in one batch; nothing in it was handled",
+                            )
+                        )
+                    ]
                 actions: list[Action] = []
                 for item in message:
                     if isinstance(item, list):
@@ -503,6 +511,16 @@ class ServerConnection:
             return [Send(error_message(request_id, fault.code, fault.message, fault.data))]
 
     def _initialize(self, request_id: RequestId, params: JSONObject) -> list[Action]:
+        if self._legacy is not None:
+            # 2025-11-25 lifecycle: "The initialization phase MUST be the first interaction
+            # between client and server." Once it succeeded, the negotiated version and
+            # capabilities hold for the process; a second initialize cannot change them (nor
+            # switch a session into 2025-03-26 batch handling).
+            raise _Fault(
+                INVALID_REQUEST,
+                f"Invalid request: already initialized (protocol {self._legacy.version}); "
+                "initialize is sent once per connection",
+            )
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
             raise _Fault(
@@ -553,11 +571,12 @@ class ServerConnection:
                 " ({} for none)",
             )
         if version not in MODERN_VERSIONS:
-            # data.supported and data.requested are both required (2026-07-28 versioning).
+            # data.supported and data.requested are both required (2026-07-28 versioning);
+            # supported lists only versions a retry can use (see versions.py).
             raise _Fault(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
-                {"supported": [*MODERN_VERSIONS, LEGACY_VERSIONS[0]], "requested": version},
+                {"supported": list(ADVERTISED_VERSIONS), "requested": version},
             )
         log_level = meta.get(META_LOG_LEVEL)
         if log_level is not None and log_level not in LOG_LEVELS:
@@ -585,7 +604,7 @@ class ServerConnection:
             request.request_state = state
         if method == "server/discover":
             result: JSONObject = {
-                "supportedVersions": list(MODERN_VERSIONS),
+                "supportedVersions": list(ADVERTISED_VERSIONS),
                 "capabilities": self._capabilities(modern=True),
                 "ttlMs": limits.DISCOVER_TTL_MS,
                 "cacheScope": "public",

@@ -15,6 +15,15 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 # cannot exhaust memory. Beyond it a request is answered at once with -32603 "busy".
 MAX_IN_FLIGHT = 256
 
+# Most members of one JSON-RPC batch (2025-03-26 sessions only: that revision "MUST support
+# receiving JSON-RPC batches"; 2025-06-18 removed them). Every member is answered, so without a
+# cap one line of a million tiny members ("[1,1,...]") became a million replies built before the
+# first was written (1.2 MB of input: a 287 MiB peak and 22 s of CPU). A batch cannot usefully hold
+# more requests than may be in flight at once (MAX_IN_FLIGHT); geth's JSON-RPC server caps a batch
+# at 1,000 calls (node.DefaultConfig BatchRequestLimit). A longer batch gets one error, and none of
+# its members runs.
+MAX_BATCH_MEMBERS = 256
+
 # Longest wait for a client's answer to a server-to-client request in the legacy era
 # (elicitation/create, roots/list). A person fills the form, so minutes are normal; ten minutes
 # matches the TypeScript SDK's default request timeout budget for interactive hosts while still

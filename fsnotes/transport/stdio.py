@@ -5,7 +5,11 @@ Each client request runs as a task in one anyio task group, in its own cancel sc
 (``notifications/cancelled`` cancels that scope). Logs go to stderr only; while serving, fd 1
 is pointed at stderr so a stray ``print()`` cannot corrupt the message stream. The server exits
 promptly and quietly on stdin EOF (in-flight requests get :data:`EOF_GRACE_S` to answer) and on
-SIGTERM/SIGINT, leaving no task running.
+SIGTERM/SIGINT, leaving no task running. A client that stops reading cannot pin the server: EOF is
+noticed even while a write to stdout is blocked, and a write that makes no progress for
+:data:`WRITE_STALL_S` ends the server (exit status 0, one warning on stderr). Neither holds when
+stdout is a regular file, a terminal or the same file as stderr: those are written in blocking
+mode.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import logging
 import os
+import select
 import signal
 import stat
 import sys
@@ -48,6 +54,24 @@ READ_CHUNK = 64 * 1024
 # SDK clients wait after closing stdin before they escalate to SIGTERM.
 EOF_GRACE_S = 1.0
 
+# Longest a write to stdout may make no progress (the client is alive but does not read) before
+# the server gives up on the client and exits. Far longer than a live client's pauses (a garbage
+# collection, a busy UI thread), and half the TypeScript SDK's 60 s default request timeout, by
+# which such a client has given up on the answers anyway. Without it, a client that never reads
+# holds the server (and every task waiting to write) until it is killed.
+WRITE_STALL_S = 30.0
+
+# While a write waits for the client to read, stdin is checked this often for the client having
+# closed it: the reader cannot see that EOF while it is itself waiting to write an answer. Small
+# against EOF_GRACE_S, and costs nothing while writes flow.
+HANGUP_POLL_S = 0.1
+
+# poll() bits meaning the other end of stdin is gone even if unread data remains: POLLHUP for a
+# pipe with no writer left (or a hung-up terminal), POLLRDHUP (Linux) for a socket whose peer shut
+# down writing (libuv, hence Node hosts, give children socketpairs, not pipes).
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0)
+_HANGUP = select.POLLHUP | _POLLRDHUP
+
 
 def _is_pipe(fd: int) -> bool:
     mode = os.fstat(fd).st_mode
@@ -59,6 +83,17 @@ def _input_pollable(fd: int) -> bool:
     # cannot be polled, but reading them never blocks, so they are read directly. No reader
     # thread: a thread stuck in read() on a terminal would keep the process from exiting.
     return _is_pipe(fd) or os.isatty(fd)
+
+
+def _hung_up(fd: int) -> bool:
+    """Has the client's end of ``fd`` closed? Never reads: buffered input stays for the reader."""
+    poller = select.poll()
+    poller.register(fd, _POLLRDHUP)  # POLLHUP is always reported
+    return any(events & _HANGUP for _fd, events in poller.poll(0))
+
+
+class _WriteStalled(Exception):
+    """stdout took nothing for the write-stall grace."""
 
 
 def _same_file(a: int, b: int) -> bool:
@@ -92,8 +127,11 @@ class _NonBlocking:
 class _StdioServer:
     """Runs a :class:`ServerConnection` over two file descriptors; implements :class:`Peer`."""
 
-    def __init__(self, conn: ServerConnection, in_fd: int, out_fd: int) -> None:
+    def __init__(
+        self, conn: ServerConnection, in_fd: int, out_fd: int, write_stall_s: float = WRITE_STALL_S
+    ) -> None:
         self._conn = conn
+        self._write_stall_s = write_stall_s
         self._in = _NonBlocking(in_fd, _input_pollable(in_fd))
         # A stdout shared with stderr (2>&1) stays blocking so log writes never see EAGAIN.
         self._out = _NonBlocking(out_fd, _is_pipe(out_fd) and not _same_file(out_fd, 2))
@@ -105,6 +143,10 @@ class _StdioServer:
         self._idle.set()
         self._waiters: dict[int, tuple[anyio.Event, list[JSONObject]]] = {}
         self._shutting_down = False
+        self._group: anyio.CancelScope | None = None
+        # Set when the client's input ended: read at EOF, or seen hung up during a blocked write.
+        self._input_ended = anyio.Event()
+        self._reader_done = anyio.Event()
 
     # --- Peer ------------------------------------------------------------------------------
 
@@ -133,20 +175,30 @@ class _StdioServer:
         async with self._write_lock:
             if self._out_broken:
                 return
+            stalled = False
             # Shielded so a cancelled task never leaves half a line on stdout; shutdown cancels
             # this scope explicitly if the client stopped reading.
             with anyio.CancelScope(shield=True) as scope:
                 self._write_scope = scope
                 try:
                     await self._write_all(data)
+                except _WriteStalled:
+                    stalled = True
                 except OSError as exc:
                     self._out_broken = True
                     if exc.errno not in (errno.EPIPE, errno.EBADF):
                         _log.warning("stdout write failed: %s", exc)
                 finally:
                     self._write_scope = None
-            if scope.cancelled_caught:
+            if scope.cancelled_caught or stalled:
                 self._out_broken = True
+            if stalled and not self._shutting_down:
+                _log.warning(
+                    "stdout accepted nothing for %g s (the client stopped reading); shutting down",
+                    self._write_stall_s,
+                )
+                if self._group is not None:
+                    self._shutdown(self._group)
 
     async def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
@@ -156,11 +208,25 @@ class _StdioServer:
                 try:
                     n = os.write(fd, view)
                 except BlockingIOError:
-                    await anyio.wait_writable(fd)
+                    await self._wait_writable(fd)
                     continue
             else:
                 n = os.write(fd, view)
             view = view[n:]
+
+    async def _wait_writable(self, fd: int) -> None:
+        """Wait until ``fd`` takes more bytes; raise :class:`_WriteStalled` after the write-stall
+        grace without progress. Meanwhile watch for the client closing stdin."""
+        deadline = anyio.current_time() + self._write_stall_s
+        while True:
+            with anyio.move_on_after(HANGUP_POLL_S):
+                await anyio.wait_writable(fd)
+                return
+            if not self._input_ended.is_set() and self._in.enabled and _hung_up(self._in.fd):
+                _log.info("stdin closed while a write to stdout was blocked")
+                self._input_ended.set()
+            if anyio.current_time() >= deadline:
+                raise _WriteStalled
 
     async def _read(self) -> bytes:
         fd = self._in.fd
@@ -211,8 +277,14 @@ class _StdioServer:
             if not self._scopes:
                 self._idle.set()
 
-    async def _watch_signals(self, scope: anyio.CancelScope) -> None:
+    async def _watch_signals(
+        self,
+        scope: anyio.CancelScope,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for signum in signals:
                 _log.info("received signal %d; shutting down", signum)
                 self._shutdown(scope)
@@ -227,37 +299,55 @@ class _StdioServer:
             self._write_scope.cancel()
         scope.cancel()
 
+    async def _read_input(self, tg: anyio.abc.TaskGroup) -> None:
+        splitter = LineSplitter()
+        try:
+            while True:
+                try:
+                    data = await self._read()
+                except OSError as exc:
+                    _log.warning("stdin read failed: %s", exc)
+                    data = b""
+                items = splitter.feed(data) if data else splitter.end()
+                for item in items:
+                    if isinstance(item, Oversized):
+                        actions = self._conn.line_too_long(item.limit)
+                    else:
+                        actions = self._conn.receive_line(item)
+                    await self._perform(tg, actions)
+                if not data:
+                    break
+        finally:
+            self._reader_done.set()
+            self._input_ended.set()
+
     async def run(self) -> None:
         with self._in, self._out:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_signals, tg.cancel_scope)
-                splitter = LineSplitter()
-                while True:
-                    try:
-                        data = await self._read()
-                    except OSError as exc:
-                        _log.warning("stdin read failed: %s", exc)
-                        data = b""
-                    items = splitter.feed(data) if data else splitter.end()
-                    for item in items:
-                        if isinstance(item, Oversized):
-                            actions = self._conn.line_too_long(item.limit)
-                        else:
-                            actions = self._conn.receive_line(item)
-                        await self._perform(tg, actions)
-                    if not data:
-                        break
+                self._group = tg.cancel_scope
+                # SIGTERM/SIGINT handling is in place before any input is read, so a client that
+                # got any answer knows a signal now ends the server cleanly.
+                await tg.start(self._watch_signals, tg.cancel_scope)
+                tg.start_soon(self._read_input, tg)
+                await self._input_ended.wait()
                 # EOF: no answer to a server-to-client request can arrive any more.
                 self._conn.client_closed()
                 for event, _box in self._waiters.values():
                     event.set()
+                # The reader may still be writing an answer (or reading what was sent before the
+                # EOF); it and the request tasks get the grace together.
                 with anyio.move_on_after(EOF_GRACE_S):
+                    await self._reader_done.wait()
                     await self._idle.wait()
                 self._shutdown(tg.cancel_scope)
 
 
 async def serve_stdio(
-    app: App, *, stdin_fd: int | None = None, stdout_fd: int | None = None
+    app: App,
+    *,
+    stdin_fd: int | None = None,
+    stdout_fd: int | None = None,
+    write_stall_s: float = WRITE_STALL_S,
 ) -> None:
     """Serve ``app`` over stdio until stdin ends or SIGTERM/SIGINT arrives.
 
@@ -268,12 +358,14 @@ async def serve_stdio(
     in_fd = 0 if stdin_fd is None else stdin_fd
     lifespan = app.lifespan() if app.lifespan is not None else contextlib.nullcontext()
     async with lifespan:
-        await _serve_fds(conn, in_fd, stdout_fd)
+        await _serve_fds(conn, in_fd, stdout_fd, write_stall_s)
 
 
-async def _serve_fds(conn: ServerConnection, in_fd: int, stdout_fd: int | None) -> None:
+async def _serve_fds(
+    conn: ServerConnection, in_fd: int, stdout_fd: int | None, write_stall_s: float
+) -> None:
     if stdout_fd is not None:
-        await _StdioServer(conn, in_fd, stdout_fd).run()
+        await _StdioServer(conn, in_fd, stdout_fd, write_stall_s).run()
         return
     sys.stdout.flush()
     private_out = os.dup(1)
@@ -282,7 +374,7 @@ async def _serve_fds(conn: ServerConnection, in_fd: int, stdout_fd: int | None) 
     saved_sys_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
-        await _StdioServer(conn, in_fd, private_out).run()
+        await _StdioServer(conn, in_fd, private_out, write_stall_s).run()
     finally:
         sys.stdout = saved_sys_stdout
         os.dup2(saved_stdout, 1)
@@ -290,8 +382,11 @@ async def _serve_fds(conn: ServerConnection, in_fd: int, stdout_fd: int | None) 
         os.close(private_out)
 
 
-def run_stdio(app: App) -> None:
-    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app``."""
+def run_stdio(app: App, *, write_stall_s: float = WRITE_STALL_S) -> None:
+    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app``.
+
+    ``write_stall_s`` exists for tests; the server always runs with :data:`WRITE_STALL_S`.
+    """
     root = logging.getLogger()
     if not root.handlers:
         level = os.environ.get("FSNOTES_LOG_LEVEL", "WARNING").upper()
@@ -302,4 +397,4 @@ def run_stdio(app: App) -> None:
         )
     # A signal that arrives before the handler is installed: exit quietly all the same.
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(serve_stdio, app)
+        anyio.run(functools.partial(serve_stdio, app, write_stall_s=write_stall_s))

@@ -3,11 +3,17 @@ it must, keeps serving, keeps its memory bounded, and exits cleanly on EOF and S
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
+import socket
+import subprocess
+import sys
+import termios
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,8 +21,9 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from fsnotes.protocol.limits import MAX_LINE_BYTES
-from tests.interop.interop_support import server_command
+from fsnotes.protocol.limits import MAX_BATCH_MEMBERS, MAX_LINE_BYTES
+from fsnotes.transport.stdio import EOF_GRACE_S
+from tests.interop.interop_support import REPO, server_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop, pytest.mark.timeout(90)]
 
@@ -64,6 +71,16 @@ class RawServer:
     async def ping_ok(self, rid: str = "alive") -> None:
         await self.send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
         assert (await self.response(rid))["result"] == {}
+
+    async def initialize(self, version: str) -> None:
+        params = {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        await self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
+        assert (await self.response("init"))["result"]["protocolVersion"] == version
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def memory_kib(self) -> dict[str, int]:
         fields: dict[str, int] = {}
@@ -152,6 +169,32 @@ async def test_a_50_mib_line_is_refused_and_skipped_with_bounded_memory() -> Non
         assert growth_mib < MAX_LINE_BYTES / MIB + 8, (before, after)
 
 
+@pytest.mark.parametrize("size", [1_200_000, 8_000_000], ids=["1.2MB", "8MB"])
+async def test_a_huge_2025_03_26_batch_gets_one_error_with_bounded_memory(size: int) -> None:
+    # 2025-03-26 is the one revision with batches. A line of tiny members used to become one
+    # reply per member, all built before the first was written: 1.2 MB held 287 MiB.
+    async with spawn() as server:
+        await server.initialize("2025-03-26")
+        await server.ping_ok("warm")
+        before = server.memory_kib()
+        line = b"[" + b"1," * (size // 2 - 1) + b"1]\n"
+        after: list[dict[str, int]] = []
+        for round_ in range(3):
+            await server.write(line)
+            await server.send({"jsonrpc": "2.0", "id": round_, "method": "ping"})
+            refused = await server.recv(timeout=30)
+            assert "id" not in refused and refused["error"]["code"] == -32600, refused
+            assert str(MAX_BATCH_MEMBERS) in refused["error"]["message"]
+            assert await server.recv(timeout=30) == {"jsonrpc": "2.0", "id": round_, "result": {}}
+            after.append(server.memory_kib())
+        print(f"{len(line)} B batch: before={before} after={after}")
+        peak = (after[-1]["VmHWM"] - before["VmRSS"]) * 1024
+        # Parsing the line costs a few times its size while it lasts (the bytes, the decoded
+        # text, the list: about 6x for this shape; any line of this shape costs as much, batch
+        # or not), and three lines in a row peak no higher than one: nothing stacks up.
+        assert peak < 10 * len(line), (before, after)
+
+
 async def test_two_hundred_concurrent_requests_all_answered() -> None:
     async with spawn() as server:
         payload = b"".join(
@@ -189,10 +232,17 @@ async def test_cancellation_mid_call_sends_nothing_for_it_and_server_keeps_servi
         await server.ping_ok()
 
 
+async def start_long_call(server: RawServer) -> None:
+    """Start a 5 s call and wait for its first progress notification: proof that the server is
+    serving (its SIGTERM handling is in place before it reads any input) and the call is live."""
+    await server.send(call("long", "slow", {"steps": 100, "delay": 0.05}, progressToken="t"))
+    first = await server.recv()
+    assert first["method"] == "notifications/progress", first
+
+
 async def test_stdin_closed_mid_call_exits_promptly_and_quietly() -> None:
     async with spawn() as server:
-        await server.send(call("long", "slow", {"steps": 200, "delay": 0.05}))
-        await anyio.sleep(0.2)
+        await start_long_call(server)
         started = time.monotonic()
         await server.stdin.aclose()
         with anyio.fail_after(5):
@@ -203,9 +253,10 @@ async def test_stdin_closed_mid_call_exits_promptly_and_quietly() -> None:
 
 
 async def test_sigterm_mid_call_exits_promptly_and_quietly() -> None:
+    # No fixed sleep before the signal: a server still importing (0.4 s here, longer on a loaded
+    # machine) has no handler yet, and SIGTERM's default action kills it (status -15).
     async with spawn() as server:
-        await server.send(call("long", "slow", {"steps": 200, "delay": 0.05}))
-        await anyio.sleep(0.3)
+        await start_long_call(server)
         started = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
         with anyio.fail_after(5):
@@ -235,3 +286,138 @@ async def test_stray_print_in_a_handler_cannot_reach_stdout() -> None:
         assert crash["result"]["content"][0]["text"] == "Internal error"
         assert "secret internal detail" not in json.dumps(crash)
         await server.ping_ok()
+
+
+F_GETPIPE_SZ = 1032  # Linux fcntl: a pipe's capacity
+
+
+def _queued(fd: int, request: int = termios.FIONREAD) -> int:
+    buf = bytearray(4)
+    fcntl.ioctl(fd, request, buf)
+    return int.from_bytes(buf, sys.byteorder)
+
+
+class _Unread:
+    """A server process whose stdout nobody reads. stdin is a pipe, or a socketpair as libuv
+    (so every Node host) gives a child."""
+
+    def __init__(self, command: list[str], stdin_kind: str = "pipe") -> None:
+        self.sock: socket.socket | None = None
+        stdin: Any = subprocess.PIPE
+        if stdin_kind == "socket":
+            self.sock, child = socket.socketpair()
+            stdin = child.fileno()
+        self.proc = subprocess.Popen(
+            command, cwd=REPO, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        if self.sock is not None:
+            child.close()
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout = self.proc.stdout
+        self.stderr = self.proc.stderr
+
+    def write(self, data: bytes) -> None:
+        if self.sock is not None:
+            self.sock.sendall(data)
+        else:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def unread_input(self) -> int:
+        if self.sock is not None:
+            return _queued(self.sock.fileno(), termios.TIOCOUTQ)
+        assert self.proc.stdin is not None
+        return _queued(self.proc.stdin.fileno())
+
+    def close_stdin(self) -> None:
+        # A Node host's stdin.end() shuts the socket down for writing; a pipe is closed.
+        if self.sock is not None:
+            self.sock.shutdown(socket.SHUT_WR)
+        else:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+    def stall_stdout(self) -> None:
+        """Send pings nobody reads the answers to, until the server is blocked writing one."""
+        # 2,500 answers (95 KB) overflow the 64 KiB pipe; the 110 KB of pings fit in what the
+        # server reads before it blocks plus stdin's own buffer, so this write never waits long.
+        self.write(
+            b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(2500))
+        )
+        capacity = fcntl.fcntl(self.stdout.fileno(), F_GETPIPE_SZ)
+        deadline = time.monotonic() + 20
+        # Blocked: all input read, stdout within a page of capacity (a pipe holds whole pages; a
+        # short answer that does not fit in the last page's rest waits for a free page), and
+        # answers still owed.
+        while self.unread_input() or _queued(self.stdout.fileno()) < capacity - 4096:
+            assert time.monotonic() < deadline, "stdout never filled"
+            time.sleep(0.02)
+
+    def finish(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(5)
+        if self.sock is not None:
+            self.sock.close()
+        elif self.proc.stdin is not None:
+            self.proc.stdin.close()
+        return self.stderr.read().decode(errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("product", "stdin_kind"),
+    [("demo", "pipe"), ("demo", "socket"), ("fsnotes serve", "pipe")],
+)
+def test_stdin_closed_while_a_write_is_blocked_exits_within_the_eof_grace(
+    product: str, stdin_kind: str, tmp_path: Path
+) -> None:
+    # The client stopped reading, then closed stdin (its normal shutdown). The server is stuck
+    # in a write and must still notice the EOF, not wait for SIGTERM.
+    command = server_command()
+    if product == "fsnotes serve":
+        (tmp_path / "notes").mkdir()
+        command = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(tmp_path / "notes")]
+        command += ["--state-dir", str(tmp_path / "state"), "--principal", "ada"]
+    server = _Unread(command, stdin_kind)
+    try:
+        server.stall_stdout()
+        started = time.monotonic()
+        server.close_stdin()
+        try:
+            code = server.proc.wait(EOF_GRACE_S + 3)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server never noticed stdin closing while its stdout was full")
+        elapsed = time.monotonic() - started
+        print(f"exited {code} {elapsed:.2f} s after stdin closed")
+        assert code == 0 and elapsed < EOF_GRACE_S + 1
+    finally:
+        stderr = server.finish()
+    assert "Traceback" not in stderr, stderr
+
+
+def test_a_write_that_makes_no_progress_for_the_grace_ends_the_server_with_one_line() -> None:
+    # The client is alive and keeps stdin open but never reads: after the write-stall grace the
+    # server gives up, says so once on stderr, and exits cleanly. The grace is shortened here
+    # (it is WRITE_STALL_S in the product) so the test does not wait half a minute.
+    grace = 2.0
+    code_text = (
+        "from tests.servers.demo_server import build_app\n"
+        "from fsnotes.transport.stdio import run_stdio\n"
+        f"run_stdio(build_app(), write_stall_s={grace!r})\n"
+    )
+    server = _Unread([sys.executable, "-c", code_text])
+    try:
+        server.stall_stdout()
+        started = time.monotonic()
+        try:
+            code = server.proc.wait(grace + 10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a write that could not progress kept the server alive")
+        elapsed = time.monotonic() - started
+        print(f"exited {code} {elapsed:.2f} s after its write blocked")
+        assert code == 0 and grace - 0.5 < elapsed < grace + 2
+    finally:
+        stderr = server.finish()
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "stdout" in lines[0] and f"{grace:g} s" in lines[0], stderr

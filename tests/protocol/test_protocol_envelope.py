@@ -11,6 +11,7 @@ from fsnotes.protocol.connection import (
     ServerConnection,
     StartTask,
 )
+from fsnotes.protocol.limits import MAX_BATCH_MEMBERS
 from tests.protocol.protocol_harness import MODERN, meta, request, sends
 from tests.servers.demo_server import build_app
 
@@ -132,7 +133,7 @@ def test_unknown_modern_version_gets_32022_with_supported_and_requested() -> Non
         "error": {
             "code": -32022,
             "message": "Unsupported protocol version",
-            "data": {"supported": ["2026-07-28", "2025-11-25"], "requested": "1900-01-01"},
+            "data": {"supported": ["2026-07-28"], "requested": "1900-01-01"},
         },
     }
 
@@ -353,3 +354,54 @@ def test_2025_03_26_batches_are_received_member_by_member() -> None:
         one(initialized("2025-06-18").receive_message([request(1, "ping")]))["error"]["code"]
         == -32600
     )
+
+
+def test_a_2025_03_26_batch_over_the_member_cap_gets_one_error_and_runs_nothing() -> None:
+    c = initialized("2025-03-26")
+    at_cap = sends(c.receive_message([request(i, "ping") for i in range(MAX_BATCH_MEMBERS)]))
+    assert [m["id"] for m in at_cap] == list(range(MAX_BATCH_MEMBERS))
+    over = c.receive_message(
+        [request(i, "tools/call", {"name": "slow"}) for i in range(MAX_BATCH_MEMBERS + 1)]
+    )
+    msg = one(over)
+    assert len(over) == 1 and "id" not in msg and msg["error"]["code"] == -32600
+    assert str(MAX_BATCH_MEMBERS) in msg["error"]["message"]
+    assert c.in_flight == 0
+    # A batch of scalars (each would be answered "not a JSON object") is refused the same way.
+    assert one(c.receive_line(b"[" + b"1," * MAX_BATCH_MEMBERS + b"1]"))["error"]["code"] == -32600
+
+
+def test_a_second_initialize_is_refused_and_keeps_the_negotiated_session() -> None:
+    # 2025-11-25 lifecycle: "The initialization phase MUST be the first interaction between
+    # client and server"; a second initialize is an invalid request in this state.
+    c = initialized("2025-11-25")
+    params = {"protocolVersion": "2025-03-26", "capabilities": {"roots": {}}}
+    again = one(c.receive_message(request(1, "initialize", params)))
+    assert again["id"] == 1 and again["error"]["code"] == -32600
+    assert "already initialized" in again["error"]["message"]
+    assert c.legacy_version == "2025-11-25"
+    # So no client can switch this process into 2025-03-26 batch handling mid-session.
+    assert "Batches" in one(c.receive_message([request(2, "ping")]))["error"]["message"]
+
+
+def test_a_failed_initialize_can_be_retried() -> None:
+    c = conn()
+    assert one(c.receive_message(request(1, "initialize", {})))["error"]["code"] == -32602
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    assert one(c.receive_message(request(2, "initialize", params)))["result"]
+    assert c.legacy_version == "2025-11-25"
+
+
+def test_every_version_32022_and_discover_list_is_accepted_when_a_client_retries_with_it() -> None:
+    c = conn()
+    pv = "io.modelcontextprotocol/protocolVersion"
+    refused = one(
+        c.receive_message(request(1, "tools/list", {"_meta": {**meta(), pv: "1900-01-01"}}))
+    )
+    supported = refused["error"]["data"]["supported"]
+    discover = one(c.receive_message(request(2, "server/discover", {"_meta": meta()})))
+    assert discover["result"]["supportedVersions"] == supported
+    assert supported
+    for version in supported:
+        retry = one(c.receive_message(request(3, "tools/list", {"_meta": {**meta(), pv: version}})))
+        assert "result" in retry, (version, retry)
