@@ -9,6 +9,7 @@ directory and the read-only runtime, whatever the code above it does.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -16,9 +17,13 @@ import shlex
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 
 import fsnotes as fsnotes_pkg
 import sandbox
@@ -154,13 +159,13 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         grant_command=grant_command(config),
         start_page=None,
     )
-    lifespan = None
+    page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None
     if config.setup.enabled:
         grants.sync = scope.sync
         scope.sync()
         runner = _page_runner(config, flow)
         flow.start_page = runner.ensure_started
-        lifespan = runner.running
+        page = runner.running
 
     async def on_roots(roots_list: list[dict[str, Any]]) -> None:
         service.set_root_hints(roots_list)
@@ -173,7 +178,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         tools=[*build_tools(service, deletes), build_setup_tool(flow)],
         resources=NotesResources(service),
         on_roots=on_roots,
-        lifespan=lifespan,
+        lifespan=_lifespan(dict(stores), page),
     )
     return Server(
         app=app,
@@ -185,6 +190,46 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         setup=flow,
         parents=parents,
     )
+
+
+def _lifespan(
+    stores: dict[str, NoteStore],
+    page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None,
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """What runs as long as the server serves: the start-up sweep of every workspace, in
+    the background, and the setup page's runner when setup is on."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sweep_workspaces, stores)
+            try:
+                if page is None:
+                    yield
+                else:
+                    async with page():
+                        yield
+            finally:
+                tg.cancel_scope.cancel()  # a sweep still running stops at its next checkpoint
+
+    return lifespan
+
+
+async def sweep_workspaces(stores: dict[str, NoteStore]) -> None:
+    """Remove the leftovers of killed writes and deletes in every configured workspace
+    (:meth:`NoteStore.sweep_leftovers`), one worker thread at a time, so that serving never
+    waits for it; stopping the server cancels it between two steps. Failures are logged,
+    never raised: a sweep is housekeeping."""
+    for name, store in stores.items():
+        try:
+            removed = await anyio.to_thread.run_sync(
+                store.sweep_leftovers, anyio.from_thread.check_cancelled
+            )
+        except (SandboxError, OSError, ValueError) as exc:  # ValueError: a Root closed under it
+            log.warning("leftover sweep of workspace %r stopped: %s", name, type(exc).__name__)
+            continue
+        if removed:
+            log.info("removed %d stale leftover file(s) in workspace %r", removed, name)
 
 
 def grant_command(config: Config) -> str:
