@@ -859,9 +859,8 @@ class Root:
             try:
                 parent = self._parent(parts, make_parents, "create", made)
                 try:
-                    info = self._create_in(parent, parts, data)
                     self._sweep_if_due(parent, parts[:-1])
-                    return info
+                    return self._create_in(parent, parts, data)
                 finally:
                     self._release(parent)
             except BaseException:
@@ -974,9 +973,10 @@ class Root:
         try:
             parent = self._open_dir(parts[:-1], _O_DIR_PATH, "update")
             try:
-                info = self._update_in(parent, parts, transform, max_bytes)
+                # First: a leftover temp name may be a second link of this very note (see
+                # _place_new), which would make it look hard-linked and refused.
                 self._sweep_if_due(parent, parts[:-1])
-                return info
+                return self._update_in(parent, parts, transform, max_bytes)
             finally:
                 self._release(parent)
         finally:

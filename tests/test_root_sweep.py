@@ -310,3 +310,16 @@ def test_sweepers_racing_writers_never_break_a_write(
         assert not p.name.startswith("."), p.name
         k = int(p.name[1])
         assert p.read_bytes() == (bytes([k]) * 200_000)[::-1] + b"!"
+
+
+def test_an_update_sweeps_first_so_a_cut_short_link_fallback_does_not_block_it(
+    root: Root, ws: Path
+) -> None:
+    # A create killed between link and unlink (no renameat2) leaves the note with a second
+    # name of ours; the note then looks hard-linked, which update refuses. The update's own
+    # sweep of the folder runs first and removes that name.
+    (ws / "note.md").write_text("v1")
+    os.link(ws / "note.md", ws / temp_name())
+    root.replace(("note.md",), b"v2", max_bytes=10)
+    assert names(ws) == ["note.md"]
+    assert (ws / "note.md").read_bytes() == b"v2"
