@@ -39,10 +39,10 @@ PHRASE = "copper kettle"
 TAG = "flagged"
 COMMON_WORD = "the"  # vocabulary word 0
 
-_SYLLABLES = (
-    "ka lo mi ra te so nu ve li da ro pa ne si tu ma le fo gi be ha zu ki no ri "
-    "sa to mu re di ga po la ce ni vo ta"
-).split()
+_SYLLABLE_TEXT = (
+    "ka lo mi ra te so nu ve li da ro pa ne si tu ma le fo gi be ha zu ki no ri sa to mu"
+)
+_SYLLABLES = tuple((_SYLLABLE_TEXT + " re di ga po la ce ni vo ta").split())
 MARKER = ".vault.json"
 
 
@@ -81,7 +81,7 @@ def generate(root: Path, count: int, seed: int = 7) -> dict[str, object]:
         names.append((*folder, f"note-{n:07d}.md"))
     rare = phrase = tagged = 0
     total_bytes = 0
-    for n, parts in enumerate(names):
+    for parts in names:
         size = int(MEDIAN_BYTES * math.exp(rng.gauss(0.0, SIGMA)))
         text_words = rng.choices(words, cum_weights=weights, k=max(20, size // 6))
         if rng.random() < 0.001:

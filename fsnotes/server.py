@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.to_thread
 
 import fsnotes as fsnotes_pkg
 import sandbox
@@ -168,27 +170,13 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         grant_command=grant_command(config),
         start_page=None,
     )
-    page: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None
+    page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None
     if config.setup.enabled:
         grants.sync = scope.sync
         scope.sync()
         runner = _page_runner(config, flow)
         flow.start_page = runner.ensure_started
         page = runner.running
-
-    @contextlib.asynccontextmanager
-    async def lifespan() -> AsyncIterator[None]:
-        # The indexes are built and kept fresh in the background for as long as the server
-        # serves; nothing waits for them to start (initialize is answered at once).
-        async with contextlib.AsyncExitStack() as stack:
-            if page is not None:
-                await stack.enter_async_context(page())
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(catalogs.run)
-                try:
-                    yield
-                finally:
-                    tg.cancel_scope.cancel()
 
     async def on_roots(roots_list: list[dict[str, Any]]) -> None:
         service.set_root_hints(roots_list)
@@ -201,7 +189,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         tools=[*build_tools(service, deletes), build_setup_tool(flow)],
         resources=NotesResources(service),
         on_roots=on_roots,
-        lifespan=lifespan,
+        lifespan=_lifespan(dict(stores), catalogs, page),
     )
     return Server(
         app=app,
@@ -214,6 +202,51 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         setup=flow,
         parents=parents,
     )
+
+
+def _lifespan(
+    stores: dict[str, NoteStore],
+    catalogs: Catalogs,
+    page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None,
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """What runs as long as the server serves, in the background (nothing waits for it to
+    start: initialize is answered at once): the search indexes built and kept fresh, the
+    start-up sweep of every workspace, and the setup page's runner when setup is on."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(catalogs.run)
+            tg.start_soon(sweep_workspaces, stores)
+            try:
+                if page is None:
+                    yield
+                else:
+                    async with page():
+                        yield
+            finally:
+                tg.cancel_scope.cancel()  # a sweep still running stops at its next checkpoint
+
+    return lifespan
+
+
+async def sweep_workspaces(stores: dict[str, NoteStore]) -> None:
+    """Remove the leftovers of killed writes and deletes in every configured workspace
+    (:meth:`NoteStore.sweep_leftovers`), one worker thread at a time, so that serving never
+    waits for it; stopping the server cancels it between two steps. Failures are logged,
+    never raised: a sweep is housekeeping."""
+    for name, store in stores.items():
+        try:
+            removed = await anyio.to_thread.run_sync(
+                store.sweep_leftovers, anyio.from_thread.check_cancelled
+            )
+        except Exception as exc:  # housekeeping must never stop the server
+            # The type only: an OSError's text could name a host path. (A Root closed under
+            # the sweep says ValueError.) Cancellation is not an Exception and propagates.
+            log.warning("leftover sweep of workspace %r stopped: %s", name, type(exc).__name__)
+            continue
+        if removed:
+            log.info("removed %d stale leftover file(s) in workspace %r", removed, name)
 
 
 def grant_command(config: Config) -> str:

@@ -32,6 +32,19 @@ class InvalidPath(SandboxError):
     """A relative path or path component that is malformed or over a limit."""
 
 
+class TooDeep(InvalidPath):
+    """A path with more components below its workspace than :data:`sandbox.uri.MAX_DEPTH`.
+
+    ``depth`` is how many it has and ``limit`` how many are allowed, so callers can say so
+    in their own words.
+    """
+
+    def __init__(self, message: str, *, depth: int, limit: int) -> None:
+        super().__init__(message)
+        self.depth = depth
+        self.limit = limit
+
+
 class OutsideWorkspace(SandboxError):
     """A well-formed URI or path that lexically leaves the workspace."""
 

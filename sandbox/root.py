@@ -8,9 +8,11 @@ the descriptor it resolved, never on a path string again.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
+import re
 import secrets
 import stat
 import threading
@@ -38,8 +40,10 @@ from sandbox.errors import (
 )
 
 __all__ = [
+    "REMOVE_GRACE_S",
     "REMOVE_PREFIX",
     "RESOLVER_ENV",
+    "SWEEP_INTERVAL_S",
     "TEMP_PREFIX",
     "Components",
     "DirEntry",
@@ -48,6 +52,7 @@ __all__ = [
     "ReadResult",
     "Resolver",
     "Root",
+    "is_leftover_name",
     "openat2_available",
 ]
 
@@ -67,6 +72,24 @@ REMOVE_PREFIX = ".fsnotes-rm-"
 # one (or a name squatted by someone guessing) fail loudly instead of looping.
 _RANDOM_NAME_BYTES = 8
 _RANDOM_NAME_ATTEMPTS = 4
+# Exactly the names we make, and nothing else, are ever swept (remove_stale_temps): a temp
+# is the prefix and the random hex; a remove name also carries, after a '-', the inode
+# number (hex) of the file the person confirmed for deletion.
+_RANDOM_HEX = f"[0-9a-f]{{{2 * _RANDOM_NAME_BYTES}}}"
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + _RANDOM_HEX)
+_REMOVE_NAME = re.compile(re.escape(REMOVE_PREFIX) + _RANDOM_HEX + "-([0-9a-f]{1,16})")
+# create/update sweep the directory they write in at most this often per Root and
+# directory: a stale temp only appears when a process of ours dies mid-write, so once a
+# minute is plenty, and a burst of writes into one large directory pays one scandir, not
+# one each. The start-up sweep (fsnotes.notes.store) covers the whole workspace once.
+SWEEP_INTERVAL_S = 60.0
+# Directories remembered for that rate limit; the table is simply cleared when full.
+_SWEEP_MEMORY = 4096
+# A remove name younger than this may belong to a delete still running in another process
+# (which unlinks it itself within microseconds); only older ones are a killed delete's
+# leftover. Removing one early would be no loss (the person confirmed it), only a wrong
+# error for that delete, so the margin is generous rather than exact.
+REMOVE_GRACE_S = 60.0
 
 # update() waits this long in total for other processes of ours to finish their read-
 # transform-rename of the same file (each takes milliseconds; under contention several may
@@ -171,6 +194,12 @@ def _read_result(data: bytes, st: os.stat_result) -> ReadResult:
     _set_data(result, data)
     _set_info(result, _info(st))
     return result
+
+
+def is_leftover_name(name: str) -> bool:
+    """Whether ``name`` is one of our own hidden temp or remove names (the exact pattern),
+    i.e. a candidate for :meth:`Root.remove_stale_temps` in the directory holding it."""
+    return _TEMP_NAME.fullmatch(name) is not None or _REMOVE_NAME.fullmatch(name) is not None
 
 
 def openat2_available() -> bool:
@@ -313,11 +342,23 @@ class Root:
       FIFOs, sockets and devices are refused without blocking. Sizes are checked before
       reading and at most ``max_bytes + 1`` bytes are ever read. Files with more than one
       hard link are refused by default (their inode may be shared with a file outside).
-    * ``update``/``replace`` write a temp file in the same directory, fsync it, check that the
-      name still refers to the inode that was read, rename over it and fsync the directory:
-      readers see the old or the new content, never a mix; a hard link is never written
-      through. Temp files are removed on every failure path (a crash can leave one, named
-      ``.fsnotes-tmp-*``).
+    * ``create`` writes a hidden temp file in the same directory, fsyncs it, gives it the final
+      name with ``renameat2(RENAME_NOREPLACE)`` (``link`` + ``unlink`` where that flag is
+      missing) and fsyncs the directory: a reader, or a kill at any instant, finds no file or
+      the whole file under the name, and a name taken meanwhile (by anything, a dangling
+      symlink included) is never replaced. ``update``/``replace`` write a temp file the same
+      way, check that the name still refers to the inode that was read, rename over it and
+      fsync the directory: readers see the old or the new content, never a mix; a hard link is
+      never written through.
+    * Temp files are removed on every failure path; a kill can leave one
+      (``.fsnotes-tmp-<hex>``, a full copy of a note). Each writer holds ``flock(LOCK_EX)`` on
+      its temp file for the file's whole life, so :meth:`remove_stale_temps` removes exactly
+      those no live writer (in any process) holds, and never anything but our exact names;
+      ``create`` and ``update`` sweep the directory they write in (at most once per
+      :data:`SWEEP_INTERVAL_S`). A delete killed between hiding and unlinking the confirmed
+      file leaves ``.fsnotes-rm-<hex>-<inode>``, which the sweep finishes; an object
+      ``remove`` deliberately left hidden is kept. A failed ``create``/``move``/``mkdir`` with
+      parents removes the directories it made (only empty ones, only those it made).
     * Errors are typed (:mod:`sandbox.errors`); messages name only the relative path the
       caller gave. Every descriptor is closed on every path. A Root is safe to share between
       threads; ``close`` waits for operations in flight before releasing the descriptor.
@@ -344,6 +385,11 @@ class Root:
       effects a device driver has on ``open`` (device nodes need CAP_MKNOD to create).
     * Ownership and extended attributes are not preserved by ``update`` (only the permission
       bits are; set-uid/set-gid bits are dropped on purpose). Nothing here limits disk use.
+    * Temp-file liveness rests on ``flock``: where a filesystem does not share flock between
+      the machines using it, a sweep on one machine may remove another's live temp file
+      (that write then fails; nothing written before is lost). Writers of fsnotes versions
+      from before the lock are not seen as live either. Durability is what ``fsync`` gives
+      on the filesystem at hand.
     """
 
     __slots__ = (
@@ -355,6 +401,7 @@ class Root:
         "_ino",
         "_lock",
         "_resolver",
+        "_swept",
     )
 
     def __init__(
@@ -369,6 +416,8 @@ class Root:
         self._lock = threading.Lock()
         self._active = 0
         self._closed = False
+        # (st_dev, st_ino) of a directory -> time.monotonic() of its last sweep by a write.
+        self._swept: dict[tuple[int, int], float] = {}
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -575,9 +624,13 @@ class Root:
         if fd != self._fd:
             os.close(fd)
 
-    def _make_dirs(self, parts: Components, action: str) -> int:
+    def _make_dirs(
+        self, parts: Components, action: str, made: list[tuple[Components, FileIdentity]]
+    ) -> int:
         """``mkdir -p``: an O_PATH descriptor on ``parts``, creating missing directories one
-        step at a time, each opened without following links before going further."""
+        step at a time, each opened without following links before going further. Each
+        directory this call created is appended to ``made`` (path, identity), shallowest
+        first, so that a failure later can take exactly those back (:meth:`_unmake_dirs`)."""
         cur = self._fd
         try:
             for i, name in enumerate(parts):
@@ -585,13 +638,20 @@ class Root:
                 try:
                     nxt = self._open_child(cur, name, _O_DIR_PATH, sub, action)
                 except NotFound:
+                    created = True
                     try:
                         os.mkdir(name, _DIR_MODE, dir_fd=cur)
                     except FileExistsError:
-                        pass  # created meanwhile by someone else: open what is there
+                        created = False  # made meanwhile by someone else: open what is there
                     except OSError as exc:
                         _raise(exc.errno, _rel(sub), action)
                     nxt = self._open_child(cur, name, _O_DIR_PATH, sub, action)
+                    if created:
+                        try:
+                            made.append((sub, _identity(os.fstat(nxt))))
+                        except OSError as exc:
+                            os.close(nxt)
+                            _raise(exc.errno, _rel(sub), action)
                 if cur != self._fd:
                     os.close(cur)
                 cur = nxt
@@ -601,9 +661,38 @@ class Root:
             raise
         return cur
 
-    def _parent(self, parts: Components, make_parents: bool, action: str) -> int:
+    def _unmake_dirs(self, made: list[tuple[Components, FileIdentity]]) -> None:
+        """Best effort, after a failed operation: remove the directories it created, deepest
+        first, each only if it is still the inode made and still empty (``rmdir`` never
+        removes content). Stops at the first one that cannot go: its parents hold it.
+
+        The identity check and the rmdir are two steps: an *empty* directory swapped in
+        between (by someone with write access, in microseconds) would be removed instead.
+        """
+        for sub, identity in reversed(made):
+            try:
+                parent = self._open_dir(sub[:-1], _O_DIR_PATH, "clean up")
+            except SandboxError:
+                return
+            try:
+                st = _lstat_at(parent, sub[-1])
+                if not stat.S_ISDIR(st.st_mode) or _identity(st) != identity:
+                    return
+                os.rmdir(sub[-1], dir_fd=parent)
+            except OSError:
+                return  # not empty any more (someone wrote there), or gone: leave the rest
+            finally:
+                self._release(parent)
+
+    def _parent(
+        self,
+        parts: Components,
+        make_parents: bool,
+        action: str,
+        made: list[tuple[Components, FileIdentity]] | None = None,
+    ) -> int:
         if make_parents:
-            return self._make_dirs(parts[:-1], action)
+            return self._make_dirs(parts[:-1], action, [] if made is None else made)
         return self._open_dir(parts[:-1], _O_DIR_PATH, action)
 
     def _lstat_leaf(self, dirfd: int, parts: Components, action: str) -> os.stat_result:
@@ -768,43 +857,104 @@ class Root:
     def create(self, parts: Components, data: bytes, *, make_parents: bool = False) -> FileInfo:
         """Create the new file ``parts`` with ``data``; fails if the name is taken in any way.
 
-        ``O_CREAT|O_EXCL|O_NOFOLLOW`` in the parent descriptor: a dangling symlink counts as
-        taken (:class:`AlreadyExists`) and nothing is created at its target. Data is written
-        and fsynced, then the directory; if writing fails the new file is removed.
-        ``make_parents`` creates missing parent directories, each step checked.
+        Atomic: the data goes to a hidden temp file in the same directory (``O_CREAT|O_EXCL|
+        O_NOFOLLOW``, fsynced), which is then given the final name without replacing
+        anything (``renameat2(RENAME_NOREPLACE)``; ``link`` + ``unlink`` where that flag is
+        unavailable), and the directory is fsynced. A reader, or a crash at any instant,
+        sees no file or the whole file under the final name, never part of it. A taken name,
+        a dangling symlink included, is :class:`AlreadyExists` (checked before writing, and
+        again by the no-replace rename); nothing is created at a symlink's target.
+        ``make_parents`` creates missing parent directories, each step checked; if the
+        create then fails, the directories this call made are removed again (see
+        :meth:`_unmake_dirs`).
         """
         parts = _check_leaf(parts, "create")
         self._enter()
         try:
-            parent = self._parent(parts, make_parents, "create")
+            made: list[tuple[Components, FileIdentity]] = []
             try:
-                return self._create_in(parent, parts, data)
-            finally:
-                self._release(parent)
+                parent = self._parent(parts, make_parents, "create", made)
+                try:
+                    self._sweep_if_due(parent, parts[:-1])
+                    return self._create_in(parent, parts, data)
+                finally:
+                    self._release(parent)
+            except BaseException:
+                self._unmake_dirs(made)
+                raise
         finally:
             self._leave()
 
     def _create_in(self, parent: int, parts: Components, data: bytes) -> FileInfo:
         name = parts[-1]
+        rel = _rel(parts)
+        # Fail before writing megabytes when the name is visibly taken; the no-replace
+        # rename below is what makes the refusal certain.
         try:
-            fd = os.open(name, _O_CREATE, _FILE_MODE, dir_fd=parent)
+            _lstat_at(parent, name)
+        except FileNotFoundError:
+            pass
         except OSError as exc:
-            _raise(exc.errno, _rel(parts), "create")
-        written = False
+            _raise(exc.errno, rel, "create")
+        else:
+            _raise(errno.EEXIST, rel, "create")
+        tmp, tfd = self._open_temp(parent, parts, "create", _FILE_MODE)
+        placed = False
         try:
             try:
-                _write_all(fd, data)
-                os.fsync(fd)
-                st = os.fstat(fd)
+                _write_all(tfd, data)
+                os.fsync(tfd)
+            except OSError as exc:
+                _raise(exc.errno, rel, "create")
+            self._check_temp(parent, tmp, tfd, rel, "create")
+            self._place_new(parent, tmp, name, rel)
+            placed = True
+            try:
+                st = os.fstat(tfd)
                 _fsync_dir(parent)
             except OSError as exc:
-                _raise(exc.errno, _rel(parts), "create")
-            written = True
+                _raise(exc.errno, rel, "create")
             return _info(st)
         finally:
-            if not written:
-                self._unlink_if_same(parent, name, fd)
-            os.close(fd)
+            if not placed:
+                self._unlink_if_same(parent, tmp, tfd)
+            os.close(tfd)  # releases the temp file's flock
+
+    @staticmethod
+    def _check_temp(parent: int, tmp: str, tfd: int, rel: str, action: str) -> None:
+        """The temp name must still be the inode we wrote (nobody else knows the name, but
+        anyone who can write the directory could swap it); microseconds before the rename."""
+        try:
+            same = _identity(_lstat_at(parent, tmp)) == _identity(os.fstat(tfd))
+        except OSError as exc:
+            _raise(exc.errno, rel, action)
+        if not same:
+            raise IdentityMismatch(
+                f"cannot {action} '{rel}': its temporary file was replaced while being "
+                "written; nothing was written"
+            )
+
+    @staticmethod
+    def _place_new(parent: int, tmp: str, name: str, rel: str) -> None:
+        """Give the temp file ``tmp`` the name ``name`` in the same directory, never replacing
+        whatever holds ``name`` (EEXIST becomes :class:`AlreadyExists`)."""
+        try:
+            _linux.renameat2(parent, tmp, parent, name, _linux.RENAME_NOREPLACE)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+                _raise(exc.errno, rel, "create")
+        # No renameat2, or a filesystem refusing RENAME_NOREPLACE: link() never replaces.
+        # A crash between link and unlink leaves the complete note plus its temp name, which
+        # the stale-temp sweep removes (the note keeps its own name); filesystems without
+        # hard links refuse with an error and nothing is created.
+        try:
+            os.link(tmp, name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+        except OSError as exc:
+            _raise(exc.errno, rel, "create")
+        # The note is in place either way; an extra name left here is swept later.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=parent)
 
     @staticmethod
     def _unlink_if_same(dirfd: int, name: str, fd: int) -> None:
@@ -839,6 +989,9 @@ class Root:
         try:
             parent = self._open_dir(parts[:-1], _O_DIR_PATH, "update")
             try:
+                # First: a leftover temp name may be a second link of this very note (see
+                # _place_new), which would make it look hard-linked and refused.
+                self._sweep_if_due(parent, parts[:-1])
                 return self._update_in(parent, parts, transform, max_bytes)
             finally:
                 self._release(parent)
@@ -891,7 +1044,7 @@ class Root:
             data = transform(current)
             if not isinstance(data, bytes):
                 raise TypeError("transform must return bytes")
-            tmp, tfd = self._open_temp(parent, parts)
+            tmp, tfd = self._open_temp(parent, parts, "update", _TEMP_MODE)
             renamed = False
             try:
                 try:
@@ -928,21 +1081,157 @@ class Root:
             os.close(fd)
 
     @staticmethod
-    def _open_temp(parent: int, parts: Components) -> tuple[str, int]:
+    def _open_temp(parent: int, parts: Components, action: str, mode: int) -> tuple[str, int]:
+        """A new hidden temp file in ``parent``, opened for writing and ``flock``-ed.
+
+        The exclusive flock, held until the descriptor is closed (after the rename or the
+        unlink), is what tells :meth:`remove_stale_temps` in any process that the file is
+        live. It can only be taken after the file exists, so a sweeper may get between the
+        two and remove the brand-new file: the name is then checked to still be our inode
+        once the lock is held, and a fresh name is tried if it is not.
+        """
         for _ in range(_RANDOM_NAME_ATTEMPTS):
             tmp = _random_name(TEMP_PREFIX)
             try:
-                return tmp, os.open(tmp, _O_CREATE, _TEMP_MODE, dir_fd=parent)
+                fd = os.open(tmp, _O_CREATE, mode, dir_fd=parent)
             except FileExistsError:
                 continue
             except OSError as exc:
-                _raise(exc.errno, _rel(parts), "update")
-        _raise(errno.EEXIST, _rel(parts), "update")
+                _raise(exc.errno, _rel(parts), action)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if _identity(_lstat_at(parent, tmp)) == _identity(os.fstat(fd)):
+                    return tmp, fd
+            except (BlockingIOError, FileNotFoundError):
+                pass  # a sweeper holds it or took it: it removes that one, we take another
+            except OSError as exc:
+                Root._unlink_if_same(parent, tmp, fd)
+                os.close(fd)
+                _raise(exc.errno, _rel(parts), action)
+            except BaseException:
+                Root._unlink_if_same(parent, tmp, fd)
+                os.close(fd)
+                raise
+            os.close(fd)
+        _raise(errno.EEXIST, _rel(parts), action)
 
     def replace(self, parts: Components, data: bytes, *, max_bytes: int) -> FileInfo:
         """Atomically replace the existing file ``parts`` with ``data`` (see :meth:`update`;
         ``max_bytes`` bounds the read of the current content)."""
         return self.update(parts, lambda _current: data, max_bytes=max_bytes)
+
+    def remove_stale_temps(self, parts: Components = ()) -> int:
+        """Remove our own leftovers in the directory ``parts`` (not below it); return how many.
+
+        Only names of exactly our pattern are considered, and never followed:
+
+        * ``.fsnotes-tmp-<16 hex>``, a regular file that no process holds: every writer
+          (:meth:`create`, :meth:`update`, in any process) holds ``flock(LOCK_EX)`` on its temp
+          file from creating it until the rename or unlink. The file is opened like a read
+          (``O_NOFOLLOW|O_NONBLOCK``, regular file by ``fstat``), must yield ``LOCK_EX|
+          LOCK_NB``, and its name must still be that inode; it is unlinked while the lock is
+          held. Such a file is a killed write's copy of a note (which may hold text the person
+          later deletes from the note itself), or a second name of a created note where the
+          link + unlink fallback was cut short (only the name goes; the note stays).
+        * ``.fsnotes-rm-<16 hex>-<inode hex>``, a regular file that *is* that inode and whose
+          ctime is older than :data:`REMOVE_GRACE_S`: the file a person confirmed for deletion
+          when the delete was killed between hiding and unlinking it. An object :meth:`remove`
+          deliberately left under such a name (it was *not* the confirmed file) has another
+          inode number and is kept, as are remove names without the number (older versions).
+
+        Symlinks, directories, FIFOs and other names are never touched. Errors (permission, a
+        read-only filesystem, a name gone meanwhile) skip the name; the count says what went.
+        A writer of an older fsnotes version takes no lock on its temp file, so a sweep
+        running during such a writer's rename can make that write fail (never lose data).
+        """
+        parts = _check_parts(parts)
+        self._enter()
+        try:
+            fd = self._open_dir(parts, _O_DIR_READ, "clean up")
+            try:
+                return self._sweep(fd, parts)
+            finally:
+                os.close(fd)
+        finally:
+            self._leave()
+
+    def _sweep_if_due(self, parent: int, parts: Components) -> None:
+        """The writers' sweep of the directory they wrote in: best effort, rate-limited to one
+        per :data:`SWEEP_INTERVAL_S` per directory, never failing the write."""
+        try:
+            st = os.fstat(parent)
+        except OSError:
+            return
+        key = (st.st_dev, st.st_ino)
+        now = time.monotonic()
+        with self._lock:
+            last = self._swept.get(key)
+            if last is not None and now - last < SWEEP_INTERVAL_S:
+                return
+            if len(self._swept) >= _SWEEP_MEMORY:
+                self._swept.clear()
+            self._swept[key] = now
+        try:
+            fd = os.open(".", _O_DIR_READ, dir_fd=parent)
+        except OSError:
+            return
+        try:
+            self._sweep(fd, parts)
+        except (OSError, SandboxError):
+            pass
+        finally:
+            os.close(fd)
+
+    def _sweep(self, dirfd: int, parts: Components) -> int:
+        try:
+            with os.scandir(dirfd) as it:  # scandir dups fd and closes its copy
+                names = [e.name for e in it if e.name.startswith((TEMP_PREFIX, REMOVE_PREFIX))]
+        except OSError as exc:
+            _raise(exc.errno, _rel(parts), "clean up")
+        removed = 0
+        for name in names:
+            if _TEMP_NAME.fullmatch(name):
+                removed += self._remove_stale_temp(dirfd, parts, name)
+            elif (match := _REMOVE_NAME.fullmatch(name)) is not None:
+                removed += self._remove_confirmed_leftover(dirfd, name, int(match[1], 16))
+        return removed
+
+    def _remove_stale_temp(self, dirfd: int, parts: Components, name: str) -> bool:
+        try:
+            fd, st = self._open_regular(dirfd, (*parts, name), "clean up", hardlinks_ok=True)
+        except SandboxError:
+            return False  # a symlink, FIFO, directory, mount, unreadable, or gone
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False  # a live writer holds it
+            try:
+                if _identity(_lstat_at(dirfd, name)) != _identity(st):
+                    return False
+                os.unlink(name, dir_fd=dirfd)
+            except OSError:
+                return False
+            return True
+        finally:
+            os.close(fd)  # releases our lock
+
+    def _remove_confirmed_leftover(self, dirfd: int, name: str, ino: int) -> bool:
+        try:
+            st = _lstat_at(dirfd, name)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_ino != ino:
+            return False  # deliberately left by remove(), or not ours at all
+        if self._resolver == "walk" and st.st_dev != self._dev:
+            return False
+        if time.time() - st.st_ctime < REMOVE_GRACE_S:
+            return False  # a delete in flight may still unlink it itself
+        try:
+            os.unlink(name, dir_fd=dirfd)
+        except OSError:
+            return False
+        return True
 
     def listdir(self, parts: Components, *, max_entries: int | None = None) -> list[DirEntry]:
         """The entries of the directory ``parts``, sorted by name, with lstat information
@@ -1061,25 +1350,31 @@ class Root:
 
     def mkdir(self, parts: Components, *, parents: bool = False, exist_ok: bool = False) -> None:
         """Create the directory ``parts``. ``parents`` creates missing parents (each step
-        checked, existing ones accepted); ``exist_ok`` accepts an existing directory (not a
-        symlink to one) at the name itself."""
+        checked, existing ones accepted; those made are removed again if the final mkdir
+        fails); ``exist_ok`` accepts an existing directory (not a symlink to one) at the name
+        itself."""
         parts = _check_leaf(parts, "create directory")
         self._enter()
         try:
-            parent = self._parent(parts, parents, "create directory")
+            made: list[tuple[Components, FileIdentity]] = []
             try:
+                parent = self._parent(parts, parents, "create directory", made)
                 try:
-                    os.mkdir(parts[-1], _DIR_MODE, dir_fd=parent)
-                except FileExistsError:
-                    if exist_ok:
-                        st = self._lstat_leaf(parent, parts, "create directory")
-                        if stat.S_ISDIR(st.st_mode):
-                            return
-                    _raise(errno.EEXIST, _rel(parts), "create directory")
-                except OSError as exc:
-                    _raise(exc.errno, _rel(parts), "create directory")
-            finally:
-                self._release(parent)
+                    try:
+                        os.mkdir(parts[-1], _DIR_MODE, dir_fd=parent)
+                    except FileExistsError:
+                        if exist_ok:
+                            st = self._lstat_leaf(parent, parts, "create directory")
+                            if stat.S_ISDIR(st.st_mode):
+                                return
+                        _raise(errno.EEXIST, _rel(parts), "create directory")
+                    except OSError as exc:
+                        _raise(exc.errno, _rel(parts), "create directory")
+                finally:
+                    self._release(parent)
+            except BaseException:
+                self._unmake_dirs(made)
+                raise
         finally:
             self._leave()
 
@@ -1140,7 +1435,8 @@ class Root:
         moment both names exist, a crash in between leaves both, and filesystems without
         hard links refuse; the source name is only unlinked if it still is the linked inode,
         checked microseconds before); directories are checked for absence and then renamed,
-        so a concurrently created *empty* directory at ``dst`` could be replaced.
+        so a concurrently created *empty* directory at ``dst`` could be replaced. A move that
+        fails removes the directories ``make_parents`` made for it (as :meth:`create` does).
         """
         src = _check_leaf(src, "move")
         dst = _check_leaf(dst, "move")
@@ -1150,18 +1446,26 @@ class Root:
         try:
             sparent = self._open_dir(src[:-1], _O_DIR_PATH, "move")
             try:
-                dparent = self._parent(dst, make_parents, "move")
+                made: list[tuple[Components, FileIdentity]] = []
+                moved = False
                 try:
-                    if expect is not None:
-                        st = self._lstat_leaf(sparent, src, "move")
-                        if _identity(st) != expect:
-                            raise IdentityMismatch(
-                                f"cannot move '{_rel(src)}': it is no longer the confirmed file"
-                            )
-                    self._rename_noreplace(sparent, src, dparent, dst, "move")
-                    return _info(self._lstat_leaf(dparent, dst, "move"))
-                finally:
-                    self._release(dparent)
+                    dparent = self._parent(dst, make_parents, "move", made)
+                    try:
+                        if expect is not None:
+                            st = self._lstat_leaf(sparent, src, "move")
+                            if _identity(st) != expect:
+                                raise IdentityMismatch(
+                                    f"cannot move '{_rel(src)}': it is no longer the confirmed file"
+                                )
+                        self._rename_noreplace(sparent, src, dparent, dst, "move")
+                        moved = True
+                        return _info(self._lstat_leaf(dparent, dst, "move"))
+                    finally:
+                        self._release(dparent)
+                except BaseException:
+                    if not moved:
+                        self._unmake_dirs(made)
+                    raise
             finally:
                 self._release(sparent)
         finally:
@@ -1238,11 +1542,16 @@ class Root:
         """Remove the regular file at ``parts`` only if it is the inode ``expect``.
 
         For confirmed deletes: the name is first renamed (no-replace) to a unique hidden name
-        ``.fsnotes-rm-*`` in the same directory, and that name, which nobody else knows, is
-        checked with lstat. If it is a regular file with the expected (st_dev, st_ino) it is
-        unlinked; otherwise it is renamed back and :class:`IdentityMismatch` is raised. A
-        symlink's target or a different file is never removed; if the original name was taken
-        again meanwhile, the object stays under the hidden name and the error says so.
+        ``.fsnotes-rm-<random hex>-<expected inode, hex>`` in the same directory, and that
+        name, which nobody else knows, is checked with lstat. If it is a regular file with the
+        expected (st_dev, st_ino) it is unlinked; otherwise it is renamed back and
+        :class:`IdentityMismatch` is raised. A symlink's target or a different file is never
+        removed; if the original name was taken again meanwhile, the object stays under the
+        hidden name and the error says so.
+
+        A kill between hiding and unlinking leaves the confirmed file under the hidden name;
+        :meth:`remove_stale_temps` finishes that delete, because the inode there is the one
+        the name records. An object left hidden on purpose has another inode and is kept.
 
         Residual window: between the lstat and the unlink of the hidden name, someone who can
         write the directory and guesses or observes the random name could swap it; and while
@@ -1263,7 +1572,10 @@ class Root:
 
     def _remove_in(self, parent: int, parts: Components, expect: FileIdentity) -> None:
         rel = _rel(parts)
-        hidden = _random_name(REMOVE_PREFIX)
+        # The confirmed inode's number rides in the name, so that a leftover of a delete
+        # killed before its unlink can be told from an object deliberately left here (one
+        # that was NOT the confirmed file, below): see remove_stale_temps.
+        hidden = f"{_random_name(REMOVE_PREFIX)}-{expect.ino:x}"
         hidden_parts = (*parts[:-1], hidden)
         self._rename_noreplace(parent, parts, parent, hidden_parts, "delete", fresh_dst=True)
         try:

@@ -68,7 +68,7 @@ import re
 import unicodedata
 from urllib.parse import quote
 
-from sandbox.errors import InvalidPath, InvalidURI, OutsideWorkspace
+from sandbox.errors import InvalidPath, InvalidURI, OutsideWorkspace, TooDeep
 
 __all__ = [
     "MAX_DEPTH",
@@ -210,8 +210,10 @@ def _check_path_length(names: Components, *, absolute: bool) -> None:
 
 def _check_depth(names: Components) -> None:
     if len(names) > MAX_DEPTH:
-        raise InvalidPath(
-            f"the path is {len(names)} levels deep below the workspace; at most {MAX_DEPTH}"
+        raise TooDeep(
+            f"the path is {len(names)} levels deep below the workspace; at most {MAX_DEPTH}",
+            depth=len(names),
+            limit=MAX_DEPTH,
         )
 
 
@@ -391,7 +393,8 @@ def contain(base: Components, target: Components) -> Components:
     Raises:
         OutsideWorkspace: if ``target`` is not ``base`` or below it (the message never
             names ``base``).
-        InvalidPath: if the result is more than :data:`MAX_DEPTH` levels deep.
+        TooDeep: if the result is more than :data:`MAX_DEPTH` levels deep (an
+            :class:`InvalidPath`).
     """
     n = len(base)
     if len(target) < n or target[:n] != base:
@@ -407,7 +410,7 @@ def resolve_uri(base: Components, uri: str) -> Components:
     Raises:
         InvalidURI: the URI is malformed (see :func:`parse_file_uri`).
         OutsideWorkspace: it is well formed but not ``base`` or below it.
-        InvalidPath: it is more than :data:`MAX_DEPTH` levels below ``base``.
+        TooDeep: it is more than :data:`MAX_DEPTH` levels below ``base``.
     """
     return contain(base, parse_file_uri(uri))
 

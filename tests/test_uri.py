@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.errors import InvalidPath, InvalidURI, OutsideWorkspace, SandboxError
+from sandbox.errors import InvalidPath, InvalidURI, OutsideWorkspace, SandboxError, TooDeep
 from sandbox.uri import (
     MAX_DEPTH,
     MAX_NAME_BYTES,
@@ -313,7 +313,7 @@ def test_uris_inside_the_workspace_resolve_relative_to_it(uri: str, relative: Co
 def test_depth_below_the_workspace_is_bounded() -> None:
     ok = "file:///srv/notes/" + "/".join(["d"] * MAX_DEPTH)
     assert len(resolve_uri(BASE, ok)) == MAX_DEPTH
-    with pytest.raises(InvalidPath, match=f"at most {MAX_DEPTH}"):
+    with pytest.raises(TooDeep, match=f"at most {MAX_DEPTH}"):
         resolve_uri(BASE, ok + "/d")
 
 
@@ -563,7 +563,7 @@ RELATIVE_REFUSED = [
     ("x" * 256, InvalidPath, "256 bytes"),
     ("a/" + "\u00e9" * 128, InvalidPath, "256 bytes"),
     ("a/" * 2049, InvalidPath, "at most 4096"),
-    ("/".join(["d"] * (MAX_DEPTH + 1)), InvalidPath, f"at most {MAX_DEPTH}"),
+    ("/".join(["d"] * (MAX_DEPTH + 1)), TooDeep, f"at most {MAX_DEPTH}"),
     ("/".join(["\u00e9" * 127] * 17), InvalidPath, "at most 4095"),  # 2,175 chars, 4,334 bytes
 ]
 

@@ -64,6 +64,11 @@ def explain(exc: BaseException, parts: Components | None = None) -> str:
             return f"That path leaves the workspace ({exc}); use a path inside it."
         case sx.InvalidURI():
             return f"That URI is not a valid local file:// URI: {exc}."
+        case sx.TooDeep():
+            return (
+                f"That path is {exc.depth} levels deep; fsnotes allows at most {exc.limit} "
+                "below a workspace."
+            )
         case sx.InvalidPath():
             return f"That path is not valid: {exc}."
         case sx.NotARegularFile():
@@ -128,7 +133,10 @@ class NotesService:
             components = lexical.parse_file_uri(uri)
         except sx.InvalidURI as exc:
             raise ServiceError(explain(exc)) from None
-        ws, rel = self.grants.authorize_note_uri(self.principal, components, needed)
+        try:
+            ws, rel = self.grants.authorize_note_uri(self.principal, components, needed)
+        except sx.TooDeep as exc:
+            raise ServiceError(explain(exc)) from None
         return Located(ws, self.stores[ws.name], rel)
 
     def relative(self, ws: Workspace, path: str, *, allow_empty: bool = False) -> Located:

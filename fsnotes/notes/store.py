@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from sandbox import uri as lexical
 from sandbox.errors import LimitExceeded, SandboxError
-from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
+from sandbox.root import FileIdentity, FileInfo, ReadResult, Root, is_leftover_name
 
 from .markdown import NoteMeta, analyse
 
@@ -32,6 +32,9 @@ MAX_NOTE_BYTES = 4 * 1024 * 1024
 # huge directory) from turning one list call into minutes of I/O.
 MAX_WALK_ENTRIES = 200_000
 MAX_WALK_DEPTH = 64
+# How many walked entries the leftover sweep handles between two calls of its checkpoint
+# (cancellation): often enough to stop within milliseconds, rarely enough to cost nothing.
+SWEEP_CHECKPOINT_EVERY = 1024
 
 
 class NoteError(Exception):
@@ -176,6 +179,40 @@ class NoteStore:
             info=result.info,
             meta=analyse(text, stem_of(parts[-1])),
         )
+
+    # --- housekeeping -------------------------------------------------------------------
+
+    def sweep_leftovers(self, checkpoint: Callable[[], None] = lambda: None) -> int:
+        """Remove our own stale leftovers anywhere in the workspace; return how many.
+
+        A write killed midway leaves a hidden ``.fsnotes-tmp-*`` copy of a note, and a delete
+        killed midway the confirmed file under ``.fsnotes-rm-*``; neither is ever listed, but
+        both keep text the person may believe gone. One walk (within the listing bounds)
+        finds the folders holding such names, then :meth:`Root.remove_stale_temps` decides
+        in each: files a live writer of any process holds, and objects a refused delete left
+        on purpose, stay. ``checkpoint`` is called now and then (to let a caller cancel);
+        whatever it raises propagates. A workspace over the walk bounds is swept as far as
+        the walk got.
+        """
+        folders: set[Components] = set()
+        try:
+            for count, (rel, info) in enumerate(
+                self.root.walk((), max_entries=MAX_WALK_ENTRIES, max_depth=MAX_WALK_DEPTH)
+            ):
+                if count % SWEEP_CHECKPOINT_EVERY == 0:
+                    checkpoint()
+                if info.kind == "file" and is_leftover_name(rel[-1]):
+                    folders.add(rel[:-1])
+        except LimitExceeded:
+            pass  # sweep what the bounded walk found
+        removed = 0
+        for folder in sorted(folders):
+            checkpoint()
+            try:
+                removed += self.root.remove_stale_temps(folder)
+            except SandboxError:
+                continue  # gone or changed since the walk: nothing of ours to do there
+        return removed
 
     # --- writing -----------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sandbox import uri as lexical
-from sandbox.errors import SandboxError
+from sandbox.errors import SandboxError, TooDeep
 
 
 class Access(enum.IntEnum):
@@ -172,16 +172,28 @@ class Grants:
         """The granted workspace containing these absolute components, and the relative rest.
 
         When workspaces nest, the innermost granted one wins (its grant is the specific one).
+
+        Raises:
+            NotGranted: no granted workspace contains the components.
+            TooDeep: some granted workspace contains them, but more than
+                :data:`sandbox.uri.MAX_DEPTH` levels below it (and no other one contains them
+                within the limit). It only tells the caller about a workspace it was granted.
         """
         best: tuple[Workspace, Access, tuple[str, ...]] | None = None
+        too_deep: TooDeep | None = None
         for ws, access in self.granted(principal):
             try:
                 rel = lexical.contain(ws.components, components)
+            except TooDeep as exc:
+                too_deep = exc
+                continue
             except SandboxError:
                 continue
             if best is None or len(ws.components) > len(best[0].components):
                 best = (ws, access, rel)
         if best is None:
+            if too_deep is not None:
+                raise too_deep
             raise NotGranted(NOT_IN_WORKSPACE_MESSAGE)
         ws, access, rel = best
         return self._check_level(ws, access, needed), rel

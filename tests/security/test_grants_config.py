@@ -15,7 +15,8 @@ from fsnotes.security.grants import (
     NotGranted,
     Workspace,
 )
-from sandbox.uri import path_components
+from sandbox.errors import TooDeep
+from sandbox.uri import MAX_DEPTH, path_components
 
 
 def _grants() -> Grants:
@@ -62,6 +63,28 @@ def test_note_uri_containment_by_components() -> None:
         g.authorize_note_uri("ada", path_components("/srv/notes-evil/y.md"), Access.READ)
     with pytest.raises(NotGranted):
         g.authorize_note_uri("ada", path_components("/srv/private/y.md"), Access.READ)
+
+
+def test_a_note_uri_too_deep_below_a_granted_workspace_is_too_deep_not_ungranted() -> None:
+    g = _grants()
+    deep = ("d",) * MAX_DEPTH + ("n.md",)
+    with pytest.raises(TooDeep) as info:
+        g.authorize_note_uri("ada", path_components("/srv/notes") + deep, Access.READ)
+    assert (info.value.depth, info.value.limit) == (MAX_DEPTH + 1, MAX_DEPTH)
+    # Below someone else's workspace the depth is never mentioned: that would confirm it.
+    with pytest.raises(NotGranted):
+        g.authorize_note_uri("ada", path_components("/srv/private") + deep, Access.READ)
+
+
+def test_a_nested_grant_that_holds_a_deep_uri_within_the_limit_wins() -> None:
+    outer = Workspace("outer", path_components("/srv/notes"))
+    inner = Workspace("inner", path_components("/srv/notes/" + "/".join(["d"] * 10)))
+    g = Grants(
+        [outer, inner], [Grant("ada", "outer", Access.READ), Grant("ada", "inner", Access.READ)]
+    )
+    target = inner.components + ("e",) * (MAX_DEPTH - 1) + ("n.md",)
+    ws, rel = g.authorize_note_uri("ada", target, Access.READ)
+    assert ws.name == "inner" and len(rel) == MAX_DEPTH
 
 
 def test_roots_pick_a_default_but_never_add_a_workspace() -> None:
