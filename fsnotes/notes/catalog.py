@@ -30,7 +30,17 @@ from sandbox import errors as sx
 from sandbox.root import FileInfo
 
 from . import ranking
-from .index import Document, IndexBusy, IndexCorrupt, NoteIndex, Row
+from .index import (
+    TEXT_COLUMNS,
+    TIER_COLUMNS,
+    Document,
+    IndexBusy,
+    IndexCorrupt,
+    NoteIndex,
+    Row,
+    key_of,
+    scope_token,
+)
 from .markdown import analyse
 from .query import Term, to_match
 from .scan import Progress, Scanner, ScanReport
@@ -80,6 +90,7 @@ class SearchHit:
 class Found:
     hits: list[SearchHit]
     total: int  # notes that match (hits holds the best ``limit``)
+    ranked_all: bool  # every match was ranked (else the newest RANK_WINDOW, see ranking)
     scanned: int  # notes in scope that were searched
     status: IndexStatus
 
@@ -189,17 +200,20 @@ class Catalog:
     def search(
         self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
     ) -> Found:
-        match = to_match(list(terms))
-        tiers = [to_match(list(terms), (column,)) for column in ranking.TIER_COLUMNS]
-        want = tag.strip().lstrip("#").casefold() if tag else None
+        text = to_match(list(terms), TEXT_COLUMNS)
+        scope = [scope_token("f", key_of(folder))] if folder else []
+        want = tag.strip().lstrip("#").casefold() if tag else ""
+        if want:
+            scope.append(scope_token("t", want))
+        match = " AND ".join([text, *(f'{{scope}} : "{token}"' for token in scope)])
+        tiers = [to_match(list(terms), (column,)) for column in TIER_COLUMNS]
         with self._guard():
             for attempt in range(MAX_VERIFY_ROUNDS):
-                hits = self.index.search(
+                hits, matched = self.index.search(
                     match,
                     tiers,
-                    folder,
-                    want,
                     limit,
+                    ranking.RANK_WINDOW,
                     ranking.WEIGHTS,
                     ranking.INTERNAL_MARKS,
                     ranking.SNIPPET_TOKENS,
@@ -210,7 +224,7 @@ class Catalog:
                 self._refresh(stale)
                 if attempt == MAX_VERIFY_ROUNDS - 1:
                     hits = [h for h in hits if h.row not in stale]
-            total = self.index.match_count(match, folder, want)
+            total = self.index.match_count(match) if matched is None else matched
             scanned = self.index.count(folder)
             status = self.status()
         shown = ranking.scores([(h.score, h.tier) for h in hits])
@@ -220,6 +234,7 @@ class Catalog:
                 for h, score in zip(hits, shown, strict=True)
             ],
             total=total,
+            ranked_all=matched is not None,
             scanned=scanned,
             status=status,
         )

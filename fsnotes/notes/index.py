@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,15 +53,28 @@ SEP = "\x01"  # joins components in row keys (see the module docstring)
 BUSY_TIMEOUT_MS = 10_000
 # Creating or replacing an index file waits this long for another process doing the same.
 CREATE_LOCK_TIMEOUT_S = 30.0
+# Title and path matches outside a search's ranking window that are still ranked (see
+# NoteIndex.search): a query whose words fill more titles than this is broad anyway.
+MAX_TIER_SEEKS = 50
 # Page cache per connection: queries touch a few hundred pages; several worker threads each
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
+# Porter stemming over unicode61: case, diacritics and English word endings are ignored
+# ("plan" finds "planned"); documented with the query syntax in fsnotes/notes/query.py.
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 # FTS5 prefix indexes: ``ab*`` and ``abc*`` are answered from them instead of expanding every
 # term of the vocabulary (the cost of a short prefix query otherwise grows with the vocabulary).
 PREFIX_INDEXES = "2 3"
 # Column order of the FTS table; ``bm25`` weights follow it (see fsnotes/notes/ranking.py).
-FTS_COLUMNS = ("path", "title", "headings", "tags", "front", "body")
+# The text a query searches; then ``scope``, which holds one made-up token per folder above
+# the note and per tag (and parent tag) it carries, so that a folder or tag filter is one
+# more term of the same MATCH instead of a join (see scope_token).
+TEXT_COLUMNS = ("path", "title", "headings", "tags", "front", "body")
+FTS_COLUMNS = (*TEXT_COLUMNS, "scope")
 BODY_COLUMN = FTS_COLUMNS.index("body")
+# The second, small FTS table: title and path only, for the ranking tiers (a title match
+# found there without walking the body's long lists of a common word).
+TIER_COLUMNS = ("title", "path")
 
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
@@ -211,10 +225,36 @@ CREATE TABLE rejects(
 CREATE INDEX rejects_folder ON rejects(folder, name);
 CREATE VIRTUAL TABLE fts USING fts5(
     {", ".join(FTS_COLUMNS)},
-    tokenize = 'porter unicode61 remove_diacritics 2',
+    tokenize = '{TOKENIZER}',
+    prefix = '{PREFIX_INDEXES}'
+);
+CREATE VIRTUAL TABLE tfts USING fts5(
+    {", ".join(TIER_COLUMNS)},
+    tokenize = '{TOKENIZER}',
     prefix = '{PREFIX_INDEXES}'
 );
 """
+
+
+def scope_token(kind: str, value: str) -> str:
+    """The made-up word that stands for "below folder ``value``" (kind ``f``) or "tagged
+    ``value`` or a tag below it" (kind ``t``) in the scope column: letters then digits only,
+    so that no tokenizer or stemmer changes it, and far from any word a note contains."""
+    digest = hashlib.sha256(f"{kind}\x00{value}".encode()).digest()
+    return f"zz{kind}{int.from_bytes(digest[:8], 'big')}"
+
+
+def _scope_text(parts: Components, tags: Sequence[str]) -> str:
+    words = [scope_token("f", key_of(parts[:depth])) for depth in range(1, len(parts))]
+    seen: set[str] = set()
+    for tag in tags:
+        pieces = tag.casefold().split("/")
+        for depth in range(1, len(pieces) + 1):
+            name = "/".join(pieces[:depth])
+            if name and name not in seen:
+                seen.add(name)
+                words.append(scope_token("t", name))
+    return " ".join(words)
 
 
 def _front_text(frontmatter: dict[str, Any]) -> str:
@@ -453,12 +493,20 @@ class NoteIndex:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def upsert(self, docs: Iterable[Document], *, meta: dict[str, str] | None = None) -> int:
-        """Write (or rewrite) these notes, and ``meta``, in one transaction."""
+    def upsert(
+        self,
+        docs: Iterable[Document],
+        *,
+        meta: dict[str, str] | None = None,
+        fresh: Collection[Components] = (),
+    ) -> int:
+        """Write (or rewrite) these notes, and ``meta``, in one transaction. ``fresh`` names
+        notes the caller knows the index does not hold (no old rows to remove first)."""
         count = 0
         with self._write() as conn:
             for doc in docs:
-                self._delete_key(conn, key_of(doc.parts))
+                if doc.parts not in fresh:
+                    self._delete_key(conn, key_of(doc.parts))
                 self._insert(conn, doc)
                 count += 1
             if meta:
@@ -509,6 +557,7 @@ class NoteIndex:
     @staticmethod
     def _delete_id(conn: sqlite3.Connection, note_id: int) -> None:
         conn.execute("DELETE FROM fts WHERE rowid=?", (note_id,))
+        conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
         conn.execute("DELETE FROM tags WHERE note=?", (note_id,))
         conn.execute("DELETE FROM links WHERE note=?", (note_id,))
         conn.execute("DELETE FROM notes WHERE id=?", (note_id,))
@@ -536,6 +585,7 @@ class NoteIndex:
             ),
         )
         note_id = cur.lastrowid
+        path_text = _path_text(parts)
         conn.executemany(
             "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
             [(t.casefold(), note_id) for t in meta.tags],
@@ -545,16 +595,20 @@ class NoteIndex:
             [(note_id, link["type"], link["target"]) for link in meta.links],
         )
         conn.execute(
-            f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
+            f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
             (
                 note_id,
-                _path_text(parts),
+                path_text,
                 meta.title,
                 "\n".join(meta.all_headings),
                 " ".join(meta.tags),
                 _front_text(meta.frontmatter),
                 meta.body,
+                _scope_text(parts, meta.tags),
             ),
+        )
+        conn.execute(
+            "INSERT INTO tfts(rowid, title, path) VALUES (?,?,?)", (note_id, meta.title, path_text)
         )
 
     # --- reads -----------------------------------------------------------------------------
@@ -639,72 +693,89 @@ class NoteIndex:
         self,
         match: str,
         tier_matches: Sequence[str],
-        folder: Components,
-        tag: str | None,
         limit: int,
+        window: int,
         weights: Sequence[float],
         marks: tuple[str, str, str],
         snippet_tokens: int,
-    ) -> list[Hit]:
-        """The ``limit`` best notes for the FTS5 expression ``match``: ordered first by how
-        many of ``tier_matches`` (the same terms within some columns) they also match, then
-        by bm25. Every expression is bound as a parameter, never spliced into the SQL."""
-        where, params = self._scope(folder, tag)
+    ) -> tuple[list[Hit], int | None]:
+        """The ``limit`` best notes for the FTS5 expression ``match``, and how many notes
+        matched (None: more than ``window``; count them with :meth:`match_count`). Every
+        expression is bound, never spliced into the SQL.
+
+        Order: how many of ``tier_matches`` (the terms within one TIER_COLUMNS column,
+        asked of the small ``tfts`` table) a note matches, then bm25. bm25 reads every hit
+        of every term, so it is computed for at most ``window`` matching notes, the most
+        recently indexed ones (FTS5 reads rowids newest first and stops there), plus the
+        :data:`MAX_TIER_SEEKS` newest tier matches outside them: cost stays bounded
+        whatever the hit count, and a query with fewer matches is ranked exactly.
+        """
         rank = f"bm25(fts, {', '.join(str(float(w)) for w in weights)})"
-        # Each tier is one ephemeral set of rowids, built once per query. Then MATCH alone
-        # ranks the candidates, and the metadata join (and any folder or tag filter) runs on
-        # the few best rows only: a MATCH mixed into a filtered join can make SQLite rank
-        # every note several times over.
         tiers = " + ".join(
-            ["(rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?))"] * len(tier_matches)
+            ["(rowid IN (SELECT rowid FROM tfts WHERE tfts MATCH ?))"] * len(tier_matches)
         )
-        ranked = (
-            f"SELECT rowid AS id, {rank} AS score, {tiers or '0'} AS titled "
-            "FROM fts WHERE fts MATCH ?"
+        # How many match, up to one past the window: rowids only, no ranking (cheap).
+        matched = int(
+            self._query(
+                "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
+                (match, window + 1),
+            )[0][0]
         )
-        columns = f"{_prefixed('n')}, best.score, best.titled, n.body_start, n.id"
-        if where:
-            sql = (
-                f"SELECT {columns} FROM ({ranked}) best JOIN notes n ON n.id = best.id "
-                f"WHERE {' AND '.join(where)} ORDER BY best.titled DESC, best.score LIMIT ?"
+        overflow = matched > window
+        ranked: dict[int, tuple[int, float]] = {
+            int(r[0]): (int(r[2]), float(r[1]))
+            for r in self._query(
+                f"SELECT id, score, tier FROM (SELECT rowid AS id, {rank} AS score, "
+                f"{tiers or '0'} AS tier FROM fts WHERE fts MATCH ? ORDER BY rowid DESC "
+                "LIMIT ?) ORDER BY tier DESC, score LIMIT ?",
+                [*tier_matches, match, window, limit],
             )
-            rows = self._query(sql, [*tier_matches, match, *params, limit])
-        else:
-            sql = (
-                f"SELECT {columns} FROM ({ranked} ORDER BY titled DESC, score LIMIT ?) best "
-                "JOIN notes n ON n.id = best.id ORDER BY best.titled DESC, best.score"
-            )
-            rows = self._query(sql, [*tier_matches, match, limit])
+        }
+        if overflow and tier_matches:
+            # Title and path matches older than the window still rank first: the newest few
+            # of them are ranked one by one (a seek each).
+            for tier_match in tier_matches:
+                for (note_id,) in self._query(
+                    "SELECT rowid FROM tfts WHERE tfts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                    (tier_match, MAX_TIER_SEEKS),
+                ):
+                    if note_id in ranked:
+                        continue
+                    found = self._query(
+                        f"SELECT {rank}, {tiers} FROM fts WHERE fts MATCH ? AND rowid = ?",
+                        [*tier_matches, match, note_id],
+                    )
+                    if found:
+                        ranked[int(note_id)] = (int(found[0][1]), float(found[0][0]))
+        best = sorted(ranked.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
         open_mark, close_mark, ellipsis = marks
         hits: list[Hit] = []
-        for record in rows:
+        for note_id, (tier, score) in best[:limit]:
+            record = self._query(
+                f"SELECT {_ROW_COLUMNS}, body_start FROM notes WHERE id = ?", (note_id,)
+            )
+            if not record:
+                continue  # removed since (another connection's commit)
             # Excerpts for the returned rows only: snippet() re-reads the row's text.
             snippet = self._query(
                 f"SELECT snippet(fts, {BODY_COLUMN}, ?, ?, ?, ?), body FROM fts "
                 "WHERE fts MATCH ? AND rowid = ?",
-                (open_mark, close_mark, ellipsis, snippet_tokens, match, record[-1]),
+                (open_mark, close_mark, ellipsis, snippet_tokens, match, note_id),
             )
             hits.append(
                 Hit(
-                    row=_row(record[:8]),
-                    score=float(record[8]),
-                    tier=int(record[9]),
+                    row=_row(record[0][:8]),
+                    score=score,
+                    tier=tier,
                     snippet=str(snippet[0][0]) if snippet else "",
                     body=str(snippet[0][1]) if snippet else "",
-                    body_start=int(record[10]),
+                    body_start=int(record[0][8]),
                 )
             )
-        return hits
+        return hits, None if overflow else matched
 
-    def match_count(self, match: str, folder: Components, tag: str | None) -> int:
-        where, params = self._scope(folder, tag)
-        if not where:
-            return int(self._query("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,))[0][0])
-        sql = (
-            "SELECT count(*) FROM notes n WHERE n.id IN "
-            "(SELECT rowid FROM fts WHERE fts MATCH ?) AND " + " AND ".join(where)
-        )
-        return int(self._query(sql, [match, *params])[0][0])
+    def match_count(self, match: str) -> int:
+        return int(self._query("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,))[0][0])
 
     def titled(self, folded: str, limit: int) -> list[Row]:
         """Notes whose casefolded title contains ``folded``, in path order, at most ``limit``."""

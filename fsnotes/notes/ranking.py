@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import FTS_COLUMNS
+from .index import FTS_COLUMNS, TIER_COLUMNS
 
 # bm25 weight per FTS column (fsnotes/notes/index.py FTS_COLUMNS order).
 COLUMN_WEIGHTS: dict[str, float] = {
@@ -24,9 +24,18 @@ COLUMN_WEIGHTS: dict[str, float] = {
     "tags": 2.0,
     "front": 1.5,
     "body": 1.0,
+    "scope": 0.0,  # made-up folder and tag tokens: a filter, never relevance
 }
-# The columns that make a tier: each one that holds every query term lifts a note a tier.
-TIER_COLUMNS = ("title", "path")
+# The columns that make a tier (fsnotes/notes/index.py TIER_COLUMNS): each one that holds
+# every query term lifts a note a tier.
+assert TIER_COLUMNS == ("title", "path")
+# bm25 reads every hit of every term in every matching note, about 2 µs per note on the
+# 2-core machine for a common word: ranking every match of a word found in all of 100k
+# notes would take 200 ms. So at most this many matches are ranked by bm25, the most
+# recently indexed ones (new and changed notes first), plus the newest title and path
+# matches beyond them; a query with fewer matches (nearly every real one) is ranked
+# exactly, and the result says when it was not.
+RANK_WINDOW = 2000
 WEIGHTS: tuple[float, ...] = tuple(COLUMN_WEIGHTS[c] for c in FTS_COLUMNS)
 
 # Matched words are wrapped in these marks: Markdown bold, which every model reads as

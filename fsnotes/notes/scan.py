@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from sandbox import errors as sx
 from sandbox import uri as lexical
-from sandbox.root import DirEntry, FileInfo
+from sandbox.root import DirEntry, FileInfo, is_leftover_name
 
 from .index import Document, NoteIndex
 from .store import MAX_NOTE_BYTES, NoteError, NoteStore
@@ -42,8 +42,8 @@ MAX_FOLDER_ENTRIES = 500_000
 # likely a mistake (a home directory given as a workspace) than notes.
 MAX_NOTES = 2_000_000
 # Notes read and written per index transaction: readers see batches appear whole; a kill
-# loses at most one batch of work.
-BATCH = 256
+# loses at most one batch of work (a second or so); fewer, larger transactions build faster.
+BATCH = 1000
 
 
 @dataclass
@@ -95,9 +95,9 @@ class Scanner:
             if stop():
                 report.cancelled = True
                 return report
-            changed, _vanished, _notes = self._diff(parts, entries)
-            report.notes += _notes
-            if changed or _vanished:
+            changed, vanished = self._diff(parts, entries)
+            report.notes += len(entries)
+            if changed or vanished:
                 pending.append(parts)
                 total += len(changed)
         done = 0
@@ -111,7 +111,7 @@ class Scanner:
                 listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
             except sx.SandboxError:
                 listed = []  # gone since the first pass: its notes are dropped
-            done += self._apply(parts, self._notes_in(parts, listed), report, progress, done, total)
+            done += self._apply(parts, self._candidates(listed), report, progress, done, total)
         gone = [f for f in self.index.folders() if _below(f, folder) and f not in seen_folders]
         if gone:
             report.removed += self.index.delete_folders(gone)
@@ -137,6 +137,8 @@ class Scanner:
             seen.add(parts)
             if self.on_folder is not None:
                 self.on_folder(parts)
+            if any(is_leftover_name(e.name) for e in listed):
+                self._sweep(parts)
             children: list[Components] = []
             for entry in listed:
                 child = (*parts, entry.name)
@@ -146,7 +148,7 @@ class Scanner:
                         report.skipped_folders += 1
                     else:
                         children.append(child)
-            entries = self._notes_in(parts, listed)
+            entries = self._candidates(listed)
             notes += len(entries)
             if notes > MAX_NOTES:
                 log.warning("not indexing past %d notes in one workspace", MAX_NOTES)
@@ -155,25 +157,37 @@ class Scanner:
             yield parts, entries
             stack.extend(reversed(children))
 
-    def _notes_in(self, parts: Components, listed: list[DirEntry]) -> list[FileInfoEntry]:
-        # Hidden names (our own temp files among them) are never notes.
-        return [
-            (e.name, e.info)
-            for e in listed
-            if not e.name.startswith(".")
-            and self.store.is_listed((*parts, e.name), e.info, self.base)
-        ]
+    def _sweep(self, parts: Components) -> None:
+        """Remove the leftovers of killed writes and deletes of ours in this folder (the
+        Root decides what is stale: nothing a live writer of any process holds)."""
+        try:
+            removed = self.store.root.remove_stale_temps(parts)
+        except sx.SandboxError:
+            return  # gone or changed since it was listed: nothing of ours to do there
+        if removed:
+            log.info("removed %d stale leftover file(s) of killed writes", removed)
+
+    def _candidates(self, listed: list[DirEntry]) -> list[FileInfoEntry]:
+        """Regular files with a note's name (cheap checks only: whether a URI can hold the
+        name is asked only of files that changed, see _diff)."""
+        is_note_name = self.store.is_note_name
+        return [(e.name, e.info) for e in listed if e.info.kind == "file" and is_note_name(e.name)]
 
     def _diff(
         self, parts: Components, entries: list[FileInfoEntry]
-    ) -> tuple[list[tuple[str, FileInfo]], list[str], int]:
+    ) -> tuple[list[tuple[str, FileInfo, bool]], list[str]]:
+        """What changed in one folder: (name, info, known before) for each note to read, and
+        the names the index knows that are gone."""
         known = self.index.manifest(parts)
         changed = []
         for name, info in entries:
             was = known.pop(name, None)
-            if was != (info.identity.dev, info.identity.ino, info.mtime_ns, info.size):
-                changed.append((name, info))
-        return changed, list(known), len(entries)
+            if was == (info.identity.dev, info.identity.ino, info.mtime_ns, info.size):
+                continue
+            # Addressability depends on the name only, so an unchanged note passed it already.
+            if self.store.is_listed((*parts, name), info, self.base):
+                changed.append((name, info, was is not None))
+        return changed, list(known)
 
     def _apply(
         self,
@@ -184,16 +198,17 @@ class Scanner:
         done: int,
         total: int,
     ) -> int:
-        changed, vanished, _count = self._diff(parts, entries)
+        changed, vanished = self._diff(parts, entries)
         if vanished:
             report.removed += self.index.delete([(*parts, name) for name in vanished])
         count = 0
         for start in range(0, len(changed), BATCH):
             batch = changed[start : start + BATCH]
-            docs, rejects = self._read_batch(parts, batch)
+            docs, rejects = self._read_batch(parts, [(n, i) for n, i, _known in batch])
+            fresh = {(*parts, n) for n, _i, known in batch if not known}
             count += len(batch)
             meta = {"scan_done": str(min(done + count, total)), "scan_total": str(total)}
-            self.index.upsert(docs, meta=meta)
+            self.index.upsert(docs, meta=meta, fresh=fresh)
             if rejects:
                 self.index.reject(rejects)
             report.indexed += len(docs)
