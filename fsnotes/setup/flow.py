@@ -158,6 +158,13 @@ class SetupFlow:
         )
 
     async def handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
+        try:
+            return await self._handle(ctx, args)
+        except SetupStoreBusy as exc:
+            # Any store call below, the first one a new worker thread makes included.
+            raise ToolError(f"Nothing was granted: {exc}.") from None
+
+    async def _handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
         access = Access.parse(args.access)
         try:
             components = lexical.parse_file_uri(args.workspaceUri)
@@ -229,7 +236,7 @@ class SetupFlow:
         except TooManyPending as exc:
             raise ToolError(f"No new setup was started: {exc}.") from None
         except SetupStoreBusy as exc:
-            raise ToolError(f"No setup was started: {exc}; try again shortly.") from None
+            raise ToolError(f"No setup was started: {exc}.") from None
         if self.start_page is not None:
             try:
                 await self.start_page()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fsnotes.security.replay import AlreadyUsed, SQLiteReplayStore
+from tests.e2e.state_helpers import corrupt, held, in_fresh_thread
 
 
 def test_claim_once(tmp_path: Path) -> None:
@@ -89,3 +90,34 @@ def test_a_held_lock_is_reported_as_busy_not_as_used(
         holder.execute("ROLLBACK")
         holder.close()
     assert not store.is_used("n3")
+
+
+def test_a_fresh_threads_first_claim_is_busy_while_another_process_holds_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fsnotes.security import replay
+
+    monkeypatch.setattr(replay, "LOCK_TIMEOUT_S", 0.2)
+    store = replay.SQLiteReplayStore(tmp_path, clock=time.time)
+    with held(tmp_path / replay.DB_NAME, "immediate"):
+        exc = in_fresh_thread(lambda: store.claim("n4", time.time() + 60).__enter__())
+    assert isinstance(exc, replay.StoreBusy), exc
+    assert "busy" in str(exc) and "try again" in str(exc)
+    assert not store.is_used("n4")
+
+
+def test_a_fresh_threads_first_call_on_a_corrupted_database_is_a_store_error_not_sqlite(
+    tmp_path: Path,
+) -> None:
+    from fsnotes.security import replay
+
+    store = replay.SQLiteReplayStore(tmp_path, clock=time.time)
+    corrupt(tmp_path / replay.DB_NAME)
+    for call in (
+        lambda: store.claim("n5", time.time() + 60).__enter__(),
+        lambda: store.is_used("n5"),
+        lambda: store.prune(time.time()),
+    ):
+        exc = in_fresh_thread(call)
+        assert isinstance(exc, replay.StoreBusy), exc
+        assert "cannot be used" in str(exc)
