@@ -42,6 +42,11 @@ class StoreBusy(Exception):
     message says which, and whether a retry may help)."""
 
 
+class ClaimNotRecorded(Exception):
+    """The guarded action ran, but the claim could not be committed (a disk error): the
+    action's effects stand and the nonce is not marked used."""
+
+
 class StoreFull(Exception):
     """The store holds MAX_ROWS unexpired nonces; claims are refused until some expire."""
 
@@ -81,19 +86,31 @@ class SQLiteReplayStore:
 
     @contextlib.contextmanager
     def claim(self, nonce: str, expires_at: float) -> Iterator[None]:
-        with self._db.immediate() as db:
-            row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
-            if row is not None:
-                raise AlreadyUsed("this confirmation was already used")
-            db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (self._clock(),))
-            (count,) = db.execute("SELECT COUNT(*) FROM used_nonce").fetchone()
-            if count >= MAX_ROWS:
-                raise StoreFull("too many confirmations in flight; try again in a few minutes")
-            db.execute(
-                "INSERT INTO used_nonce(nonce, expires_at, used_at) VALUES (?, ?, ?)",
-                (nonce, expires_at, self._clock()),
-            )
-            yield
+        """See :meth:`ReplayStore.claim`. StoreBusy and StoreFull mean nothing was done (the
+        block did not run, or raised and was rolled back); ClaimNotRecorded that the block ran
+        but the commit failed."""
+        ran = False
+        try:
+            with self._db.immediate() as db:
+                row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
+                if row is not None:
+                    raise AlreadyUsed("this confirmation was already used")
+                db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (self._clock(),))
+                (count,) = db.execute("SELECT COUNT(*) FROM used_nonce").fetchone()
+                if count >= MAX_ROWS:
+                    raise StoreFull("too many confirmations in flight; try again in a few minutes")
+                db.execute(
+                    "INSERT INTO used_nonce(nonce, expires_at, used_at) VALUES (?, ?, ?)",
+                    (nonce, expires_at, self._clock()),
+                )
+                yield
+                ran = True
+        except StoreBusy as exc:
+            if not ran:
+                raise
+            raise ClaimNotRecorded(
+                f"the action was done, but {exc}, so the confirmation is not marked used"
+            ) from None
 
     def is_used(self, nonce: str) -> bool:
         with self._db.reading() as db:

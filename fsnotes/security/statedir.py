@@ -143,6 +143,8 @@ def setup_lock(state_dir: Path, *, timeout: float) -> Iterator[None]:
                         f"for more than {timeout:g} s"
                     ) from None
                 time.sleep(LOCK_POLL_S)
+            except OSError as exc:  # a filesystem without flock (ENOLCK, EOPNOTSUPP)
+                raise StateFileError(f"cannot lock {LOCK_NAME}: {exc.strerror}") from None
         yield
     finally:
         os.close(fd)  # releases the flock

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import shlex
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -391,7 +390,7 @@ class SetupFlow:
                 await event.wait()
             try:
                 current = await anyio.to_thread.run_sync(self.store.get, setup.id)
-            except (SetupStoreBusy, sqlite3.Error) as exc:
+            except SetupStoreBusy as exc:
                 # Another process holds the database for a moment: still waiting, not failed.
                 log.warning("cannot read setup %s now (%s); still waiting", setup.id, exc)
                 continue
