@@ -150,14 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pathlib import Path
 
         from .config import default_state_dir
+        from .security import statedir
         from .security.seal import Keyring
-        from .server import STATE_DIR_MODE
 
         state = Path(
             args.state_dir or os.environ.get("FSNOTES_STATE_DIR") or default_state_dir(os.environ)
         )
         try:
-            state.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+            statedir.prepare_dir(state)
             ring = Keyring.load_or_create(state).rotated()
             ring.save(state)
         except (OSError, ValueError) as exc:

@@ -14,7 +14,6 @@ import ipaddress
 import logging
 import os
 import shlex
-import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -41,18 +40,17 @@ from .notes.service import NotesService
 from .notes.store import NoteStore
 from .notes.tools import build_tools
 from .protocol.registry import App
+from .security import statedir
 from .security.grants import Access, Grants
-from .security.replay import SQLiteReplayStore
+from .security.replay import SQLiteReplayStore, StoreBusy
 from .security.seal import Keyring, Sealer
 from .setup import code as setup_code
 from .setup.flow import SetupFlow, build_setup_tool
 from .setup.policy import PageUnavailable
 from .setup.runtime import NotGrantable, RuntimeScope
-from .setup.store import Setup, SetupStore
+from .setup.store import Setup, SetupStore, SetupStoreBusy
 
 log = logging.getLogger("fsnotes")
-
-STATE_DIR_MODE = 0o700  # keys and the replay database: the serving user only
 
 INSTRUCTIONS = (
     "fsnotes gives you the person's Markdown notes. Call workspaces_list first to learn the "
@@ -85,11 +83,7 @@ class Server:
 def prepare_state_dir(config: Config) -> None:
     path = config.state_dir
     try:
-        path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
-        st = path.stat()
-        if st.st_mode & 0o077:
-            # An existing directory with looser permissions is tightened rather than trusted.
-            os.chmod(path, STATE_DIR_MODE)
+        statedir.prepare_dir(path)
     except OSError as exc:
         raise ConfigError(f"cannot use the state directory {path}: {exc.strerror}") from None
 
@@ -118,7 +112,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             raise ConfigError(f"cannot use the sealing keys in {config.state_dir}: {exc}") from None
         try:
             replay = SQLiteReplayStore(config.state_dir, clock=clock)
-        except (OSError, sqlite3.Error) as exc:
+        except StoreBusy as exc:
             raise ConfigError(
                 f"cannot open the replay database in {config.state_dir}: {exc}"
             ) from None
@@ -132,7 +126,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             parents.append(roots_parent)
         try:
             setup_store = SetupStore(config.state_dir, clock=clock)
-        except (OSError, sqlite3.Error) as exc:
+        except SetupStoreBusy as exc:
             raise ConfigError(
                 f"cannot open the setup database in {config.state_dir}: {exc}"
             ) from None

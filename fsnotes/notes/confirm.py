@@ -275,7 +275,7 @@ class DeleteFlow:
             except AlreadyUsed:
                 return Outcome(error="This confirmation was already used; nothing more happened.")
             except (StoreFull, StoreBusy) as exc:
-                return Outcome(error=f"Nothing was deleted: {exc}; try again shortly.")
+                return Outcome(error=f"Nothing was deleted: {exc}.")
             return Outcome(
                 body=_result(False, "declined", "The person declined; nothing was deleted.")
             )
@@ -351,7 +351,7 @@ class DeleteFlow:
         except AlreadyUsed:
             return Outcome(error="This confirmation was already used; nothing more was deleted.")
         except (StoreFull, StoreBusy) as exc:
-            return Outcome(error=f"Nothing was deleted: {exc}; try again shortly.")
+            return Outcome(error=f"Nothing was deleted: {exc}.")
         except (sx.SandboxError, NoteError) as exc:
             return Outcome(error=f"{explain(exc, target.parts)} Nothing was deleted.")
         svc.after_write(target, lambda c: c.removed(target.parts))

@@ -15,7 +15,6 @@ load balancer) can replace SQLite later: ``claim`` as a context manager and ``pr
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -39,7 +38,13 @@ class AlreadyUsed(Exception):
 
 
 class StoreBusy(Exception):
-    """Another process held the store's write lock past LOCK_TIMEOUT_S, or it is unusable."""
+    """Another process held the store's lock past LOCK_TIMEOUT_S, or it is unusable (the
+    message says which, and whether a retry may help)."""
+
+
+class ClaimNotRecorded(Exception):
+    """The guarded action ran, but the claim could not be committed (a disk error): the
+    action's effects stand and the nonce is not marked used."""
 
 
 class StoreFull(Exception):
@@ -59,49 +64,60 @@ class ReplayStore(Protocol):
     def prune(self, now: float) -> int: ...
 
 
-def _busy(detail: str) -> StoreBusy:
-    return StoreBusy(f"the confirmation store is busy or unusable ({detail})")
+def _error(what: str) -> StoreBusy:
+    return StoreBusy(f"the confirmation store {what}")
+
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS used_nonce ("
+    " nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL, used_at REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS used_nonce_exp ON used_nonce(expires_at)",
+)
 
 
 class SQLiteReplayStore:
     """A replay store in ``<state dir>/replay.sqlite3`` (WAL mode, shared by processes)."""
 
     def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
-        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S)
+        """Open (creating if needed) the store; StoreBusy if it is busy or unusable."""
+        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S, error=_error)
         self._clock = clock
-        with self._db.connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS used_nonce ("
-                " nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL, used_at REAL NOT NULL)"
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS used_nonce_exp ON used_nonce(expires_at)")
-        os.chmod(self._db.path, 0o600)
+        self._db.create(SCHEMA)
 
     @contextlib.contextmanager
     def claim(self, nonce: str, expires_at: float) -> Iterator[None]:
-        with self._db.immediate(_busy) as db:
-            row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
-            if row is not None:
-                raise AlreadyUsed("this confirmation was already used")
-            db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (self._clock(),))
-            (count,) = db.execute("SELECT COUNT(*) FROM used_nonce").fetchone()
-            if count >= MAX_ROWS:
-                raise StoreFull("too many confirmations in flight; try again in a few minutes")
-            db.execute(
-                "INSERT INTO used_nonce(nonce, expires_at, used_at) VALUES (?, ?, ?)",
-                (nonce, expires_at, self._clock()),
-            )
-            yield
+        """See :meth:`ReplayStore.claim`. StoreBusy and StoreFull mean nothing was done (the
+        block did not run, or raised and was rolled back); ClaimNotRecorded that the block ran
+        but the commit failed."""
+        ran = False
+        try:
+            with self._db.immediate() as db:
+                row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
+                if row is not None:
+                    raise AlreadyUsed("this confirmation was already used")
+                db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (self._clock(),))
+                (count,) = db.execute("SELECT COUNT(*) FROM used_nonce").fetchone()
+                if count >= MAX_ROWS:
+                    raise StoreFull("too many confirmations in flight; try again in a few minutes")
+                db.execute(
+                    "INSERT INTO used_nonce(nonce, expires_at, used_at) VALUES (?, ?, ?)",
+                    (nonce, expires_at, self._clock()),
+                )
+                yield
+                ran = True
+        except StoreBusy as exc:
+            if not ran:
+                raise
+            raise ClaimNotRecorded(
+                f"the action was done, but {exc}, so the confirmation is not marked used"
+            ) from None
 
     def is_used(self, nonce: str) -> bool:
-        row = (
-            self._db.connect()
-            .execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,))
-            .fetchone()
-        )
+        with self._db.reading() as db:
+            row = db.execute("SELECT 1 FROM used_nonce WHERE nonce = ?", (nonce,)).fetchone()
         return row is not None
 
     def prune(self, now: float) -> int:
         """Drop expired nonces; returns how many."""
-        db = self._db.connect()
-        return int(db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (now,)).rowcount)
+        with self._db.reading() as db:
+            return int(db.execute("DELETE FROM used_nonce WHERE expires_at <= ?", (now,)).rowcount)

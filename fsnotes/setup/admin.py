@@ -27,6 +27,7 @@ from .store import SetupStore, SetupStoreBusy
 def run_grant(
     config: Config, *, folder: str | None, access: str | None, revoke: bool, show: bool
 ) -> int:
+    """Run ``fsnotes grant``; a busy or unusable grant database is a ConfigError."""
     from ..server import prepare_state_dir
 
     if sum([show, revoke, access is not None]) != 1:
@@ -34,8 +35,20 @@ def run_grant(
     prepare_state_dir(config)
     try:
         store = SetupStore(config.state_dir, clock=time.time)
-    except (SetupStoreBusy, OSError) as exc:
-        raise ConfigError(f"cannot open the grant database in {config.state_dir}: {exc}") from None
+        return _run(config, store, folder=folder, access=access, revoke=revoke, show=show)
+    except SetupStoreBusy as exc:
+        raise ConfigError(f"cannot use the grant database in {config.state_dir}: {exc}") from None
+
+
+def _run(
+    config: Config,
+    store: SetupStore,
+    *,
+    folder: str | None,
+    access: str | None,
+    revoke: bool,
+    show: bool,
+) -> int:
     if show:
         rows = store.grants()
         if not rows:

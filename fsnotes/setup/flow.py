@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -178,6 +177,13 @@ class SetupFlow:
         )
 
     async def handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
+        try:
+            return await self._handle(ctx, args)
+        except SetupStoreBusy as exc:
+            # Any store call below, the first one a new worker thread makes included.
+            raise ToolError(f"Nothing was granted: {exc}.") from None
+
+    async def _handle(self, ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
         access = Access.parse(args.access)
         try:
             components = lexical.parse_file_uri(args.workspaceUri)
@@ -249,7 +255,7 @@ class SetupFlow:
         except TooManyPending as exc:
             raise ToolError(f"No new setup was started: {exc}.") from None
         except SetupStoreBusy as exc:
-            raise ToolError(f"No setup was started: {exc}; try again shortly.") from None
+            raise ToolError(f"No setup was started: {exc}.") from None
         if self.start_page is not None:
             try:
                 await self.start_page()
@@ -406,7 +412,7 @@ class SetupFlow:
                 await event.wait()
             try:
                 current = await anyio.to_thread.run_sync(self.store.get, setup.id)
-            except (SetupStoreBusy, sqlite3.Error) as exc:
+            except SetupStoreBusy as exc:
                 # Another process holds the database for a moment: still waiting, not failed.
                 log.warning("cannot read setup %s now (%s); still waiting", setup.id, exc)
                 continue

@@ -31,7 +31,7 @@ from ..notes.store import NoteStore
 from ..security.grants import Access, Grant, Grants, Workspace
 from ..security.shown import has_hidden
 from .policy import SetupPolicy
-from .store import SetupStore, SetupStoreBusy, StoredGrant
+from .store import SetupStore, StoredGrant
 
 log = logging.getLogger("fsnotes.setup")
 
@@ -98,7 +98,8 @@ class RuntimeScope:
     # --- policy --------------------------------------------------------------------------
 
     def target(self, components: Components, access: Access) -> Target:
-        """Check that ``components`` may be granted at ``access`` now; raise NotGrantable."""
+        """Check that ``components`` may be granted at ``access`` now; raise NotGrantable (or
+        SetupStoreBusy when the stored grants cannot be read)."""
         policy = self.policy
         path = "/" + "/".join(components)
         uri = lexical.to_file_uri(components)
@@ -165,10 +166,8 @@ class RuntimeScope:
         return Target(components, path, uri, configured)
 
     def _runtime_paths(self) -> list[Components]:
-        try:
-            stored = self.store.grants()
-        except (SetupStoreBusy, OSError) as exc:
-            raise NotGrantable(f"The grant database is unavailable ({exc}); try again.") from None
+        # SetupStoreBusy propagates: "busy, try again" is not "not grantable".
+        stored = self.store.grants()
         out = []
         for g in stored:
             try:

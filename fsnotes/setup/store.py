@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import hashlib
-import os
 import secrets
 import sqlite3
 from collections.abc import Callable
@@ -65,7 +64,8 @@ class SetupStatus(enum.StrEnum):
 
 
 class SetupStoreBusy(Exception):
-    """The database stayed locked by another process (or is unusable)."""
+    """The database stayed locked by another process, or is unusable (the message says
+    which, and whether a retry may help)."""
 
 
 class TooManyPending(Exception):
@@ -119,8 +119,26 @@ class SubmitResult:
     setup: Setup | None
 
 
-def _busy(detail: str) -> SetupStoreBusy:
-    return SetupStoreBusy(f"the setup database is busy or unusable ({detail})")
+def _error(what: str) -> SetupStoreBusy:
+    return SetupStoreBusy(f"the setup database {what}")
+
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS setup ("
+    " id TEXT PRIMARY KEY, principal TEXT NOT NULL, path TEXT NOT NULL,"
+    " access INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL,"
+    " status TEXT NOT NULL, decided REAL, attempts INTEGER NOT NULL DEFAULT 0, client TEXT)",
+    "CREATE INDEX IF NOT EXISTS setup_status ON setup(status, expires)",
+    "CREATE TABLE IF NOT EXISTS csrf ("
+    " token_hash TEXT PRIMARY KEY, setup_id TEXT NOT NULL, expires REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS code_failure (at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS grant_ ("
+    " principal TEXT NOT NULL, path TEXT NOT NULL, access INTEGER NOT NULL,"
+    " granted REAL NOT NULL, source TEXT NOT NULL, setup_id TEXT,"
+    " PRIMARY KEY (principal, path))",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0)",
+)
 
 
 def _hash(token: str) -> str:
@@ -132,43 +150,18 @@ class SetupStore:
     """The setup database of one state directory, safe to share between threads and processes."""
 
     def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
-        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S)
+        """Open (creating if needed) the database; SetupStoreBusy if busy or unusable."""
+        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S, error=_error)
         self._clock = clock
-        # One transaction (executescript would commit a surrounding one first): processes
-        # starting together create the schema once.
-        try:
-            self._db.connect().executescript(
-                """
-                BEGIN IMMEDIATE;
-                CREATE TABLE IF NOT EXISTS setup (
-                    id TEXT PRIMARY KEY, principal TEXT NOT NULL, path TEXT NOT NULL,
-                    access INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL,
-                    status TEXT NOT NULL, decided REAL, attempts INTEGER NOT NULL DEFAULT 0,
-                    client TEXT);
-                CREATE INDEX IF NOT EXISTS setup_status ON setup(status, expires);
-                CREATE TABLE IF NOT EXISTS csrf (
-                    token_hash TEXT PRIMARY KEY, setup_id TEXT NOT NULL, expires REAL NOT NULL);
-                CREATE TABLE IF NOT EXISTS code_failure (at REAL NOT NULL);
-                CREATE TABLE IF NOT EXISTS grant_ (
-                    principal TEXT NOT NULL, path TEXT NOT NULL, access INTEGER NOT NULL,
-                    granted REAL NOT NULL, source TEXT NOT NULL, setup_id TEXT,
-                    PRIMARY KEY (principal, path));
-                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-                INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0);
-                COMMIT;
-                """
-            )
-        except sqlite3.OperationalError as exc:
-            raise SetupStoreBusy(f"the setup database cannot be set up ({exc})") from None
-        os.chmod(self._db.path, 0o600)
+        self._db.create(SCHEMA)
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        return self._db.connect()
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.reading()
 
     def _tx(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._db.immediate(_busy)
+        return self._db.immediate()
 
     def _expire(self, db: sqlite3.Connection, now: float) -> None:
         db.execute(
@@ -297,11 +290,8 @@ class SetupStore:
 
     def get(self, setup_id: str) -> Setup | None:
         """The setup (with an elapsed pending one reported as expired), or ``None``."""
-        setup = self._row(
-            self._connect()
-            .execute(f"SELECT {self._COLUMNS} FROM setup WHERE id = ?", (setup_id,))
-            .fetchone()
-        )
+        with self._read() as db:
+            setup = self._get(db, setup_id)
         if (
             setup is not None
             and setup.status is SetupStatus.PENDING
@@ -313,14 +303,11 @@ class SetupStore:
         return setup
 
     def pending_count(self) -> int:
-        (count,) = (
-            self._connect()
-            .execute(
+        with self._read() as db:
+            (count,) = db.execute(
                 "SELECT COUNT(*) FROM setup WHERE status = ? AND expires > ?",
                 (SetupStatus.PENDING, self._clock()),
-            )
-            .fetchone()
-        )
+            ).fetchone()
         return int(count)
 
     def cancel(self, setup_id: str, principal: str) -> Setup | None:
@@ -449,14 +436,14 @@ class SetupStore:
         if principal is not None:
             sql += " WHERE principal = ?"
             args = (principal,)
-        rows = self._connect().execute(sql + " ORDER BY path, principal", args).fetchall()
+        with self._read() as db:
+            rows = db.execute(sql + " ORDER BY path, principal", args).fetchall()
         return [
             StoredGrant(str(p), str(d), Access(int(a)), float(t), str(s)) for p, d, a, t, s in rows
         ]
 
     def generation(self) -> int:
         """A number that changes whenever a stored grant changes (in any process)."""
-        (value,) = (
-            self._connect().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        )
+        with self._read() as db:
+            (value,) = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return int(value)

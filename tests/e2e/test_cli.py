@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from .state_helpers import SHORT_WAITS_LAUNCHER, held
 
 
 def fsnotes(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,3 +58,64 @@ def test_rotate_key_keeps_old_keys(tmp_path: Path) -> None:
     second = fsnotes("rotate-key", "--state-dir", str(tmp_path / "new"))
     assert first.returncode == second.returncode == 0
     assert "2 key(s)" in first.stdout and "3 key(s)" in second.stdout
+
+
+def fsnotes_short_waits(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SHORT_WAITS_LAUNCHER, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "mode", "expected"),
+    [
+        ("replay.sqlite3", "exclusive", "cannot open the replay database"),
+        ("setup.sqlite3", "exclusive", "cannot open the setup database"),
+        ("setup.sqlite3", "immediate", "cannot open the setup database"),
+        ("state.lock", "flock", "another fsnotes process"),
+    ],
+)
+def test_a_state_file_locked_by_another_process_at_start_up_is_one_line_and_exit_2(
+    tmp_path: Path, name: str, mode: str, expected: str
+) -> None:
+    (tmp_path / "notes").mkdir()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with held(state / name, mode):
+        proc = fsnotes_short_waits(
+            "serve", "--workspace", str(tmp_path / "notes"), "--state-dir", str(state)
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("fsnotes: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert expected in proc.stderr and "busy" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_a_corrupted_database_at_start_up_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "setup.sqlite3").write_bytes(b"this is not a database\n" * 200)
+    os.chmod(state / "setup.sqlite3", 0o600)
+    proc = fsnotes("serve", "--workspace", str(tmp_path / "notes"), "--state-dir", str(state))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "cannot open the setup database" in proc.stderr and "not a database" in proc.stderr
+
+
+def test_a_grant_database_of_the_wrong_shape_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    foreign = sqlite3.connect(state / "setup.sqlite3")
+    foreign.execute("CREATE TABLE grant_ (x)")  # not fsnotes's table: reads fail later
+    foreign.commit()
+    foreign.close()
+    proc = fsnotes("grant", "--state-dir", str(state), "--list")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "setup database cannot be used" in proc.stderr

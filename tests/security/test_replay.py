@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from fsnotes.security.replay import AlreadyUsed, SQLiteReplayStore
+from tests.e2e.state_helpers import corrupt, held, in_fresh_thread
 
 
 def test_claim_once(tmp_path: Path) -> None:
@@ -89,3 +91,73 @@ def test_a_held_lock_is_reported_as_busy_not_as_used(
         holder.execute("ROLLBACK")
         holder.close()
     assert not store.is_used("n3")
+
+
+def test_a_fresh_threads_first_claim_is_busy_while_another_process_holds_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fsnotes.security import replay
+
+    monkeypatch.setattr(replay, "LOCK_TIMEOUT_S", 0.2)
+    store = replay.SQLiteReplayStore(tmp_path, clock=time.time)
+    with held(tmp_path / replay.DB_NAME, "immediate"):
+        exc = in_fresh_thread(lambda: store.claim("n4", time.time() + 60).__enter__())
+    assert isinstance(exc, replay.StoreBusy), exc
+    assert "busy" in str(exc) and "try again" in str(exc)
+    assert not store.is_used("n4")
+
+
+def test_a_fresh_threads_first_call_on_a_corrupted_database_is_a_store_error_not_sqlite(
+    tmp_path: Path,
+) -> None:
+    from fsnotes.security import replay
+
+    store = replay.SQLiteReplayStore(tmp_path, clock=time.time)
+    corrupt(tmp_path / replay.DB_NAME)
+    for call in (
+        lambda: store.claim("n5", time.time() + 60).__enter__(),
+        lambda: store.is_used("n5"),
+        lambda: store.prune(time.time()),
+    ):
+        exc = in_fresh_thread(call)
+        assert isinstance(exc, replay.StoreBusy), exc
+        assert "cannot be used" in str(exc)
+
+
+def _claim_with_a_full_disk(state_dir: str, victim: str, out: Any) -> None:
+    import resource
+    import signal
+    import sqlite3
+
+    from fsnotes.security import replay
+
+    store = replay.SQLiteReplayStore(Path(state_dir), clock=time.time)
+    flush = sqlite3.connect(Path(state_dir) / replay.DB_NAME)
+    flush.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the claim's commit must grow the log
+    flush.close()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, resource.RLIM_INFINITY))
+    try:
+        with store.claim("n6", time.time() + 60):
+            os.unlink(victim)  # the guarded action: done before the commit
+        out.put("committed")
+    except Exception as exc:
+        out.put(type(exc).__name__)
+
+
+def test_a_claim_whose_commit_fails_after_the_action_is_not_reported_as_nothing_done(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "note.md"
+    victim.write_text("x")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_claim_with_a_full_disk, args=(str(state), str(victim), out))
+    proc.start()
+    outcome = out.get(timeout=30)
+    proc.join(30)
+    assert not victim.exists()  # the action ran
+    assert outcome == "ClaimNotRecorded"  # not StoreBusy, which means nothing was done
+    assert not SQLiteReplayStore(state, clock=time.time).is_used("n6")

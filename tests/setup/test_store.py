@@ -12,6 +12,7 @@ import pytest
 from fsnotes.security.grants import Access
 from fsnotes.setup import store as st
 from fsnotes.setup.store import SetupStatus, SetupStore, TooManyPending, Verdict
+from tests.e2e.state_helpers import corrupt, held, in_fresh_thread
 
 
 class Clock:
@@ -225,3 +226,39 @@ def test_two_processes_race_one_form_and_exactly_one_wins(tmp_path: Path) -> Non
     assert len(store.grants()) == 1
     gen_seen_by_other = SetupStore(tmp_path, clock=time.time).generation()
     assert gen_seen_by_other == store.generation() >= 1
+
+
+def test_a_fresh_threads_first_write_is_busy_while_another_process_holds_the_write_lock(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(st, "LOCK_TIMEOUT_S", 0.2)
+    store = SetupStore(tmp_path, clock=clock)
+    with held(tmp_path / st.DB_NAME, "immediate"):
+        for call in (
+            lambda: store.start("ada", "/n/a", Access.READ, lifetime=60),
+            lambda: store.grant("ada", "/n/a", Access.READ),
+        ):
+            exc = in_fresh_thread(call)
+            assert isinstance(exc, st.SetupStoreBusy), exc
+            assert "busy" in str(exc) and "try again" in str(exc)
+        # WAL readers are not blocked by a writer.
+        assert in_fresh_thread(store.grants) is None
+    assert store.grants() == [] and store.pending_count() == 0
+
+
+def test_a_fresh_threads_first_call_on_a_corrupted_database_is_a_store_error_not_sqlite(
+    tmp_path: Path, clock: Clock
+) -> None:
+    store = SetupStore(tmp_path, clock=clock)
+    corrupt(tmp_path / st.DB_NAME)
+    for call in (
+        lambda: store.start("ada", "/n/a", Access.READ, lifetime=60),
+        lambda: store.get("some-id"),
+        store.pending_count,
+        store.grants,
+        store.generation,
+        lambda: store.revoke("ada", "/n/a"),
+    ):
+        exc = in_fresh_thread(call)
+        assert isinstance(exc, st.SetupStoreBusy), exc
+        assert "cannot be used" in str(exc)

@@ -1,0 +1,150 @@
+"""The state directory's own files: private, never reached through a link, set up one process
+at a time.
+
+Everything fsnotes keeps there (sealing keys, the databases and SQLite's ``-wal``/``-shm``/
+``-journal`` beside them, the setup code, the lock file) is mode 0600 in a 0700 directory,
+whatever the process umask. SQLite gives its side files the mode of the database file, so a
+database file created 0600 before SQLite opens it keeps its side files 0600 too; files
+left looser by an older version are tightened when found.
+
+This module is the one place with raw file calls on the state directory besides the
+keyring's and the setup code's own writers. Every open uses ``O_NOFOLLOW``: a symbolic link
+planted in place of a state file is refused, never followed.
+
+Guarantees and limits:
+
+- :func:`private_file` leaves a regular, non-link file of mode 0600 at the path, or raises.
+  SQLite then opens the file by name (it has no descriptor interface); in a 0700 directory
+  only the serving user (or root) could swap it in between.
+- :func:`setup_lock` serialises database creation and migration between the processes
+  sharing the directory (an exclusive ``flock`` on ``state.lock``). It does not serialise
+  anything else: the databases' own locks do that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+STATE_DIR_MODE = 0o700  # keys, grants and confirmations: the serving user only
+STATE_FILE_MODE = 0o600
+LOCK_NAME = "state.lock"
+# SQLite's files beside a database ("-journal" only outside WAL mode).
+SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+# How often a process waiting for the set-up lock tries again. Creating a schema takes
+# milliseconds, so a short poll keeps simultaneous starts quick.
+LOCK_POLL_S = 0.005
+
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a planted FIFO
+
+
+class StateFileError(Exception):
+    """A state file cannot be made private (a link, not a regular file, or an OS error)."""
+
+
+class SetupLockTimeout(Exception):
+    """Another process held the set-up lock past the timeout."""
+
+
+def prepare_dir(path: Path) -> None:
+    """Create the state directory 0700 if missing; an existing looser one is tightened
+    rather than trusted. Raises OSError."""
+    path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    if stat.S_IMODE(path.stat().st_mode) != STATE_DIR_MODE:
+        os.chmod(path, STATE_DIR_MODE)
+
+
+def _explain(path: Path, exc: OSError) -> StateFileError:
+    if exc.errno == errno.ELOOP:
+        return StateFileError(f"{path.name} is a symbolic link; fsnotes never follows one there")
+    return StateFileError(f"cannot use {path.name}: {exc.strerror}")
+
+
+def _make_private(fd: int, path: Path) -> None:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise StateFileError(f"{path.name} is not a regular file")
+    if stat.S_IMODE(st.st_mode) != STATE_FILE_MODE:
+        os.fchmod(fd, STATE_FILE_MODE)  # umask applied at creation, or an older version
+
+
+def _open_private(path: Path, flags: int) -> int:
+    """A descriptor on ``path`` (created 0600 with ``O_CREAT`` in ``flags``) made private."""
+    try:
+        fd = os.open(path, flags | _OPEN_FLAGS, STATE_FILE_MODE)
+    except OSError as exc:
+        raise _explain(path, exc) from None
+    try:
+        _make_private(fd, path)
+    except OSError as exc:
+        os.close(fd)
+        raise _explain(path, exc) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def private_file(path: Path) -> None:
+    """Make ``path`` a private regular file: created empty 0600 if missing, tightened if
+    looser. Raises StateFileError for a link, a non-regular file or an OS error."""
+    os.close(_open_private(path, os.O_RDWR | os.O_CREAT))
+
+
+def tighten_if_present(path: Path) -> None:
+    """Like :func:`private_file`, for a file that may not exist (which is left missing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _explain(path, exc) from None
+    try:
+        _make_private(fd, path)
+    except OSError as exc:
+        raise _explain(path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def prepare_database(path: Path) -> None:
+    """The database file and any side files SQLite left, private before SQLite opens them."""
+    private_file(path)
+    for suffix in SQLITE_SIDE_SUFFIXES:
+        tighten_if_present(path.with_name(path.name + suffix))
+
+
+@contextlib.contextmanager
+def setup_lock(state_dir: Path, *, timeout: float) -> Iterator[None]:
+    """Hold the state directory's set-up lock for the block.
+
+    Raises SetupLockTimeout when another process holds it for more than ``timeout`` seconds
+    (a hung or stopped process: start-up then fails with a reason instead of hanging), and
+    StateFileError when the lock file cannot be used. The lock is released when the block
+    ends or the process dies.
+    """
+    fd = _open_private(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise SetupLockTimeout(
+                        f"another fsnotes process has been setting up the state directory "
+                        f"for more than {timeout:g} s"
+                    ) from None
+                time.sleep(LOCK_POLL_S)
+            except OSError as exc:  # a filesystem without flock (ENOLCK, EOPNOTSUPP)
+                raise StateFileError(f"cannot lock {LOCK_NAME}: {exc.strerror}") from None
+        yield
+    finally:
+        os.close(fd)  # releases the flock
