@@ -18,17 +18,17 @@ Methods are synchronous (SQLite and file I/O); the async tools run them in worke
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sandbox import errors as sx
 from sandbox.root import FileInfo
 
+from ..security import statedir
 from . import ranking
 from .index import (
     TEXT_COLUMNS,
@@ -304,22 +304,12 @@ class Catalog:
     # --- the full rescan ---------------------------------------------------------------------
 
     @property
-    def _scan_lock_path(self) -> str:
-        return f"{self.index.path}.scan.lock"
+    def _scan_lock_path(self) -> Path:
+        return self.index.path.with_name(self.index.path.name + ".scan.lock")
 
     def _scan_lock_held(self) -> bool:
         """Whether another process is scanning this workspace now."""
-        try:
-            fd = os.open(self._scan_lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return statedir.held_elsewhere(self._scan_lock_path)
 
     def rescan(
         self, *, progress: Progress | None = None, stop: Callable[[], bool] = lambda: False
@@ -333,19 +323,8 @@ class Catalog:
         if not local.lock.acquire(blocking=False):
             return None  # this process is already scanning this workspace
         try:
-            fd = os.open(
-                self._scan_lock_path,
-                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
-            )
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return None
-                return self._rescan_locked(progress, stop)
-            finally:
-                os.close(fd)
+            with statedir.exclusive_or_none(self._scan_lock_path) as mine:
+                return self._rescan_locked(progress, stop) if mine else None
         finally:
             local.lock.release()
 

@@ -21,14 +21,12 @@ the file itself between processes (see :meth:`NoteIndex.open`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +34,7 @@ from typing import Any
 
 from sandbox.root import FileIdentity, FileInfo
 
+from ..security import statedir
 from .markdown import NoteMeta
 
 log = logging.getLogger("fsnotes.index")
@@ -45,8 +44,6 @@ Components = tuple[str, ...]
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
 SCHEMA_VERSION = 1
 INDEX_DIR = "index"  # below the state directory
-FILE_MODE = 0o600  # index files hold note text: the serving user only
-DIR_MODE = 0o700
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 # A reader or writer waits this long for another connection's write to finish (a batch of
 # the scanner commits in well under a second) before the call fails as busy.
@@ -317,21 +314,13 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path, timeout: float) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+def _state_errors() -> Iterator[None]:
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise IndexBusy("another process is creating this index") from None
-                time.sleep(0.01)
         yield
-    finally:
-        os.close(fd)  # releases the lock
+    except statedir.SetupLockTimeout as exc:
+        raise IndexBusy(str(exc)) from None
+    except statedir.StateFileError as exc:  # a link or a non-file where the index goes
+        raise IndexCorrupt(str(exc)) from None
 
 
 class NoteIndex:
@@ -356,17 +345,23 @@ class NoteIndex:
         elsewhere keeps its index, and another directory given the old path gets its own.
         """
         folder = state_dir / INDEX_DIR
-        folder.mkdir(mode=DIR_MODE, exist_ok=True)
-        if folder.stat().st_mode & 0o077:
-            os.chmod(folder, DIR_MODE)
+        statedir.prepare_dir(folder)
         path = folder / f"ws-{identity.dev}-{identity.ino}.sqlite3"
         index = cls(path, fingerprint)
-        index._prepare()
+        with _state_errors():
+            index._prepare()
         return index
 
     @property
     def lock_path(self) -> Path:
         return self.path.with_name(self.path.name + ".lock")
+
+    def _create_lock(self) -> contextlib.AbstractContextManager[None]:
+        return statedir.exclusive(
+            self.lock_path,
+            timeout=CREATE_LOCK_TIMEOUT_S,
+            held_by_other="another fsnotes process has been creating this search index",
+        )
 
     def _usable(self) -> bool:
         try:
@@ -386,7 +381,7 @@ class NoteIndex:
         if self.path.exists() and self._usable():
             self._remember_file()
             return
-        with _file_lock(self.lock_path, CREATE_LOCK_TIMEOUT_S):
+        with self._create_lock():
             self._conns.reset()
             if self.path.exists() and self._usable():  # another process made it meanwhile
                 self._remember_file()
@@ -403,9 +398,7 @@ class NoteIndex:
                 os.unlink(f"{self.path}{suffix}")
         # Created 0600 before SQLite opens it: SQLite gives the -wal and -shm files the
         # main file's permission bits.
-        os.close(
-            os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-        )
+        statedir.prepare_database(self.path)
         try:
             conn = self._conns.get()
             conn.execute("PRAGMA journal_mode=WAL")
@@ -426,7 +419,7 @@ class NoteIndex:
     def recreate(self) -> None:
         """After :class:`IndexCorrupt`: replace the file by an empty index, unless another
         process already did (then just use the new file)."""
-        with _file_lock(self.lock_path, CREATE_LOCK_TIMEOUT_S):
+        with _state_errors(), self._create_lock():
             self._conns.reset()
             try:
                 st = os.stat(self.path)

@@ -129,22 +129,58 @@ def setup_lock(state_dir: Path, *, timeout: float) -> Iterator[None]:
     StateFileError when the lock file cannot be used. The lock is released when the block
     ends or the process dies.
     """
-    fd = _open_private(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    with exclusive(
+        state_dir / LOCK_NAME,
+        timeout=timeout,
+        held_by_other="another fsnotes process has been setting up the state directory",
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, *, timeout: float, held_by_other: str) -> Iterator[None]:
+    """Hold ``flock(LOCK_EX)`` on the private lock file ``path`` for the block, waiting at
+    most ``timeout`` seconds (SetupLockTimeout, whose message starts with ``held_by_other``)."""
+    fd = _open_private(path, os.O_RDWR | os.O_CREAT)
     try:
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise SetupLockTimeout(
-                        f"another fsnotes process has been setting up the state directory "
-                        f"for more than {timeout:g} s"
-                    ) from None
-                time.sleep(LOCK_POLL_S)
-            except OSError as exc:  # a filesystem without flock (ENOLCK, EOPNOTSUPP)
-                raise StateFileError(f"cannot lock {LOCK_NAME}: {exc.strerror}") from None
+        while not _try_flock(fd, path, fcntl.LOCK_EX):
+            if time.monotonic() >= deadline:
+                raise SetupLockTimeout(f"{held_by_other} for more than {timeout:g} s")
+            time.sleep(LOCK_POLL_S)
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+@contextlib.contextmanager
+def exclusive_or_none(path: Path) -> Iterator[bool]:
+    """Try once to hold ``flock(LOCK_EX)`` on the private lock file ``path``: the block gets
+    True while holding it, False when another process does."""
+    fd = _open_private(path, os.O_RDWR | os.O_CREAT)
+    try:
+        yield _try_flock(fd, path, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
+
+
+def held_elsewhere(path: Path) -> bool:
+    """Whether another process holds the lock file ``path`` (missing: nobody does)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    except OSError:
+        return False
+    try:
+        return not _try_flock(fd, path, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)
+
+
+def _try_flock(fd: int, path: Path, kind: int) -> bool:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError as exc:  # a filesystem without flock (ENOLCK, EOPNOTSUPP)
+        raise StateFileError(f"cannot lock {path.name}: {exc.strerror}") from None
+    return True
