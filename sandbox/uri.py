@@ -64,6 +64,7 @@ host path.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from urllib.parse import quote
@@ -378,7 +379,14 @@ def to_file_uri(components: Components) -> str:
     for name in components:
         check_name(name)
     _check_path_length(components, absolute=True)
-    return "file:///" + "/".join(quote(name, safe=_URI_SAFE) for name in components)
+    return "file:///" + "/".join(_quoted(name) for name in components)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quoted(name: str) -> str:
+    # Workspace and folder names recur in every URI built below them (a listing builds
+    # thousands); quote() is the costly step, so its result is cached per name.
+    return quote(name, safe=_URI_SAFE)
 
 
 # --- containment ----------------------------------------------------------------------

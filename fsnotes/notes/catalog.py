@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +32,6 @@ from sandbox.root import FileInfo
 from ..security import statedir
 from . import ranking
 from .index import (
-    TEXT_COLUMNS,
     TIER_COLUMNS,
     Document,
     IndexBusy,
@@ -117,6 +117,9 @@ class Catalog:
         self.index = index
         self.base = base
         self.on_folder: Callable[[Components], None] | None = None
+        # Runs the full count of a broad query on another connection while this thread
+        # ranks it (SQLite releases the GIL, so the two use both cores); None: in turn.
+        self.count_in_background: Callable[[str], Future[int]] | None = None
         self.scanner = Scanner(store, index, base, on_folder=self._folder_seen)
         self._local = _Local()
 
@@ -200,13 +203,15 @@ class Catalog:
     def search(
         self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
     ) -> Found:
-        text = to_match(list(terms), TEXT_COLUMNS)
         scope = [scope_token("f", key_of(folder))] if folder else []
         want = tag.strip().lstrip("#").casefold() if tag else ""
         if want:
             scope.append(scope_token("t", want))
-        match = " AND ".join([text, *(f'{{scope}} : "{token}"' for token in scope)])
-        tiers = [to_match(list(terms), (column,)) for column in TIER_COLUMNS]
+        scoped = [f'{{scope}} : "{token}"' for token in scope]  # ours, never the caller's
+        match = " AND ".join([to_match(list(terms)), *scoped])
+        tiers = [
+            " AND ".join([to_match(list(terms), (column,)), *scoped]) for column in TIER_COLUMNS
+        ]
         with self._guard():
             for attempt in range(MAX_VERIFY_ROUNDS):
                 hits, matched = self.index.search(
@@ -217,6 +222,7 @@ class Catalog:
                     ranking.WEIGHTS,
                     ranking.INTERNAL_MARKS,
                     ranking.SNIPPET_TOKENS,
+                    self.count_in_background,
                 )
                 stale = self._stale([h.row for h in hits])
                 if not stale:
@@ -224,7 +230,7 @@ class Catalog:
                 self._refresh(stale)
                 if attempt == MAX_VERIFY_ROUNDS - 1:
                     hits = [h for h in hits if h.row not in stale]
-            total = self.index.match_count(match) if matched is None else matched
+            total = matched
             scanned = self.index.count(folder)
             status = self.status()
         shown = ranking.scores([(h.score, h.tier) for h in hits])
@@ -234,7 +240,7 @@ class Catalog:
                 for h, score in zip(hits, shown, strict=True)
             ],
             total=total,
-            ranked_all=matched is not None,
+            ranked_all=matched <= ranking.RANK_WINDOW,
             scanned=scanned,
             status=status,
         )

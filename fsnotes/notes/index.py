@@ -27,7 +27,8 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ class Row:
 @dataclass(frozen=True, slots=True)
 class Hit:
     row: Row
-    score: float  # bm25: lower is better (SQLite's sign)
+    score: float | None  # bm25: lower is better (SQLite's sign); None: not ranked by it
     tier: int  # how many of the tier expressions it matched (see search)
     snippet: str  # with the caller's marks around matched tokens
     body: str  # the indexed body (text after the frontmatter), to place the snippet
@@ -204,6 +205,10 @@ CREATE TABLE notes(
     body_start INTEGER NOT NULL
 );
 CREATE INDEX notes_folder ON notes(folder, name);
+CREATE TRIGGER notes_counted AFTER INSERT ON notes
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'notes'; END;
+CREATE TRIGGER notes_uncounted AFTER DELETE ON notes
+    BEGIN UPDATE meta SET value = value - 1 WHERE key = 'notes'; END;
 CREATE INDEX notes_path_fold ON notes(path_fold);
 CREATE TABLE tags(tag TEXT NOT NULL, note INTEGER NOT NULL, PRIMARY KEY(tag, note)) WITHOUT ROWID;
 CREATE INDEX tags_note ON tags(note);
@@ -226,19 +231,24 @@ CREATE VIRTUAL TABLE fts USING fts5(
     prefix = '{PREFIX_INDEXES}'
 );
 CREATE VIRTUAL TABLE tfts USING fts5(
-    {", ".join(TIER_COLUMNS)},
+    {", ".join(TIER_COLUMNS)}, scope,
     tokenize = '{TOKENIZER}',
     prefix = '{PREFIX_INDEXES}'
 );
 """
 
 
+SCOPE_MARK = "\ue000"  # a private-use character: a word character to FTS5, never in a query
+
+
 def scope_token(kind: str, value: str) -> str:
     """The made-up word that stands for "below folder ``value``" (kind ``f``) or "tagged
-    ``value`` or a tag below it" (kind ``t``) in the scope column: letters then digits only,
-    so that no tokenizer or stemmer changes it, and far from any word a note contains."""
+    ``value`` or a tag below it" (kind ``t``) in the scope column. It starts with
+    :data:`SCOPE_MARK`, which the query parser removes from what a caller types, so no
+    query term can ever match a scope word; the rest is ASCII letters and digits, which no
+    tokenizer or stemmer changes."""
     digest = hashlib.sha256(f"{kind}\x00{value}".encode()).digest()
-    return f"zz{kind}{int.from_bytes(digest[:8], 'big')}"
+    return f"{SCOPE_MARK}{kind}{int.from_bytes(digest[:8], 'big')}"
 
 
 def _scope_text(parts: Components, tags: Sequence[str]) -> str:
@@ -268,6 +278,15 @@ def _front_text(frontmatter: dict[str, Any]) -> str:
 def _path_text(parts: Components) -> str:
     stem = parts[-1].rsplit(".", 1)[0] if "." in parts[-1][1:] else parts[-1]
     return " / ".join((*parts[:-1], stem))
+
+
+def _count_now(index: NoteIndex) -> Callable[[str], Future[int]]:
+    def start(match: str) -> Future[int]:
+        done: Future[int] = Future()
+        done.set_result(index.match_count(match))
+        return done
+
+    return start
 
 
 class _Connections:
@@ -404,7 +423,8 @@ class NoteIndex:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(f"BEGIN; {_SCHEMA} COMMIT;")
             conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('fingerprint', ?), ('complete', '0')",
+                "INSERT INTO meta(key, value) VALUES ('fingerprint', ?), ('complete', '0'), "
+                "('notes', '0')",
                 (self.fingerprint,),
             )
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -579,6 +599,7 @@ class NoteIndex:
         )
         note_id = cur.lastrowid
         path_text = _path_text(parts)
+        scope = _scope_text(parts, meta.tags)
         conn.executemany(
             "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
             [(t.casefold(), note_id) for t in meta.tags],
@@ -597,11 +618,12 @@ class NoteIndex:
                 " ".join(meta.tags),
                 _front_text(meta.frontmatter),
                 meta.body,
-                _scope_text(parts, meta.tags),
+                scope,
             ),
         )
         conn.execute(
-            "INSERT INTO tfts(rowid, title, path) VALUES (?,?,?)", (note_id, meta.title, path_text)
+            "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
+            (note_id, meta.title, path_text, scope),
         )
 
     # --- reads -----------------------------------------------------------------------------
@@ -609,7 +631,9 @@ class NoteIndex:
     def count(self, folder: Components = ()) -> int:
         bounds = subtree_range(folder)
         if bounds is None:
-            return int(self._query("SELECT count(*) FROM notes")[0][0])
+            # Kept by triggers in the same transactions as the rows: count(*) would read the
+            # whole table (milliseconds at 100k notes) on every query.
+            return int(self._query("SELECT value FROM meta WHERE key = 'notes'")[0][0])
         return int(
             self._query("SELECT count(*) FROM notes WHERE key >= ? AND key < ?", bounds)[0][0]
         )
@@ -691,81 +715,131 @@ class NoteIndex:
         weights: Sequence[float],
         marks: tuple[str, str, str],
         snippet_tokens: int,
-    ) -> tuple[list[Hit], int | None]:
-        """The ``limit`` best notes for the FTS5 expression ``match``, and how many notes
-        matched (None: more than ``window``; count them with :meth:`match_count`). Every
-        expression is bound, never spliced into the SQL.
+        count: Callable[[str], Future[int]] | None = None,
+    ) -> tuple[list[Hit], int]:
+        """The ``limit`` best notes for the FTS5 expression ``match``, and how many match.
+        Every expression is bound as a parameter, never spliced into the SQL.
 
-        Order: how many of ``tier_matches`` (the terms within one TIER_COLUMNS column,
-        asked of the small ``tfts`` table) a note matches, then bm25. bm25 reads every hit
-        of every term, so it is computed for at most ``window`` matching notes, the most
-        recently indexed ones (FTS5 reads rowids newest first and stops there), plus the
-        :data:`MAX_TIER_SEEKS` newest tier matches outside them: cost stays bounded
-        whatever the hit count, and a query with fewer matches is ranked exactly.
+        Order: how many of ``tier_matches`` (the same terms within one column of the small
+        ``tfts`` table: title, path) a note matches, then bm25. bm25 reads every hit of every
+        term, so it is computed for at most ``window`` matching notes, the most recently
+        indexed ones (FTS5 reads rowids newest first and stops there); tier matches beyond
+        them are still ranked in their tier, after the ones in the window, by recency. A
+        query with at most ``window`` matches is ranked exactly. ``count`` may run the full
+        count (needed only past the window) in another thread meanwhile.
         """
-        rank = f"bm25(fts, {', '.join(str(float(w)) for w in weights)})"
-        tiers = " + ".join(
-            ["(rowid IN (SELECT rowid FROM tfts WHERE tfts MATCH ?))"] * len(tier_matches)
-        )
-        # How many match, up to one past the window: rowids only, no ranking (cheap).
         matched = int(
             self._query(
                 "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
                 (match, window + 1),
             )[0][0]
         )
-        overflow = matched > window
-        ranked: dict[int, tuple[int, float]] = {
-            int(r[0]): (int(r[2]), float(r[1]))
+        counting = (count or _count_now(self))(match) if matched > window else None
+        rank = f"bm25(fts, {', '.join(str(float(w)) for w in weights)})"
+        tiers = " + ".join(
+            ["(rowid IN (SELECT rowid FROM tfts WHERE tfts MATCH ?))"] * len(tier_matches)
+        )
+        best: list[tuple[int, int, float | None]] = [
+            (int(r[0]), int(r[2]), float(r[1]))
             for r in self._query(
                 f"SELECT id, score, tier FROM (SELECT rowid AS id, {rank} AS score, "
                 f"{tiers or '0'} AS tier FROM fts WHERE fts MATCH ? ORDER BY rowid DESC "
                 "LIMIT ?) ORDER BY tier DESC, score LIMIT ?",
                 [*tier_matches, match, window, limit],
             )
+        ]
+        if counting is not None and tier_matches:
+            best = self._with_older_tiers(best, tier_matches, window, limit)
+        hits = self._hits(best, match, marks, snippet_tokens)
+        return hits, counting.result() if counting is not None else matched
+
+    def _with_older_tiers(
+        self,
+        best: list[tuple[int, int, float | None]],
+        tier_matches: Sequence[str],
+        window: int,
+        limit: int,
+    ) -> list[tuple[int, int, float | None]]:
+        """Add the newest title/path matches older than the window (no bm25: reading their
+        hits is what the window avoids), ranked after the window's rows of their tier."""
+        seen = {note_id for note_id, _tier, _score in best}
+        tiers: dict[int, int] = {}
+        for tier_match in tier_matches:
+            for (note_id,) in self._query(
+                "SELECT rowid FROM tfts WHERE tfts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (tier_match, window + limit),
+            ):
+                tiers[note_id] = tiers.get(note_id, 0) + 1
+        older = sorted(
+            ((n, t, None) for n, t in tiers.items() if n not in seen),
+            key=lambda row: (-row[1], -row[0]),
+        )
+        merged = best + older[:limit]
+        merged.sort(key=lambda row: (-row[1], row[2] is None, row[2] or 0.0))
+        return merged[:limit]
+
+    def _excerpts(
+        self, ids: list[int], match: str, marks: tuple[str, str, str], snippet_tokens: int
+    ) -> dict[int, tuple[str, str]]:
+        """(snippet, body) of these notes, in one pass over the rowid range they span: FTS5
+        seeks to the range and reads it in order, and snippet() runs for the listed rows
+        only. (``rowid IN (...)`` in the WHERE would make SQLite run the whole MATCH once
+        per listed row, which for a prefix that expands to many words costs milliseconds
+        each.)"""
+        if not ids:
+            return {}
+        wanted = set(ids)
+        placeholders = ", ".join("?" * len(ids))
+        rows = self._query(
+            f"SELECT rowid, CASE WHEN rowid IN ({placeholders}) THEN "
+            f"snippet(fts, {BODY_COLUMN}, ?, ?, ?, ?) END, "
+            f"CASE WHEN rowid IN ({placeholders}) THEN body END "
+            "FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ?",
+            [*ids, *marks, snippet_tokens, *ids, match, min(ids), max(ids)],
+        )
+        return {int(r[0]): (str(r[1]), str(r[2])) for r in rows if int(r[0]) in wanted}
+
+    def _hits(
+        self,
+        best: list[tuple[int, int, float | None]],
+        match: str,
+        marks: tuple[str, str, str],
+        snippet_tokens: int,
+    ) -> list[Hit]:
+        if not best:
+            return []
+        ids = [note_id for note_id, _tier, _score in best]
+        placeholders = ", ".join("?" * len(ids))
+        excerpts = self._excerpts(
+            [i for i, _tier, score in best if score is not None], match, marks, snippet_tokens
+        )
+        for note_id in ids:
+            if note_id not in excerpts:  # ranked by tier alone, outside the window: a seek
+                excerpts.update(self._excerpts([note_id], match, marks, snippet_tokens))
+        rows = {
+            int(r[-1]): r
+            for r in self._query(
+                f"SELECT {_ROW_COLUMNS}, body_start, id FROM notes WHERE id IN ({placeholders})",
+                ids,
+            )
         }
-        if overflow and tier_matches:
-            # Title and path matches older than the window still rank first: the newest few
-            # of them are ranked one by one (a seek each).
-            for tier_match in tier_matches:
-                for (note_id,) in self._query(
-                    "SELECT rowid FROM tfts WHERE tfts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                    (tier_match, MAX_TIER_SEEKS),
-                ):
-                    if note_id in ranked:
-                        continue
-                    found = self._query(
-                        f"SELECT {rank}, {tiers} FROM fts WHERE fts MATCH ? AND rowid = ?",
-                        [*tier_matches, match, note_id],
-                    )
-                    if found:
-                        ranked[int(note_id)] = (int(found[0][1]), float(found[0][0]))
-        best = sorted(ranked.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
-        open_mark, close_mark, ellipsis = marks
         hits: list[Hit] = []
-        for note_id, (tier, score) in best[:limit]:
-            record = self._query(
-                f"SELECT {_ROW_COLUMNS}, body_start FROM notes WHERE id = ?", (note_id,)
-            )
-            if not record:
+        for note_id, tier, score in best:
+            record = rows.get(note_id)
+            if record is None:
                 continue  # removed since (another connection's commit)
-            # Excerpts for the returned rows only: snippet() re-reads the row's text.
-            snippet = self._query(
-                f"SELECT snippet(fts, {BODY_COLUMN}, ?, ?, ?, ?), body FROM fts "
-                "WHERE fts MATCH ? AND rowid = ?",
-                (open_mark, close_mark, ellipsis, snippet_tokens, match, note_id),
-            )
+            snippet, body = excerpts.get(note_id, ("", ""))
             hits.append(
                 Hit(
-                    row=_row(record[0][:8]),
+                    row=_row(record[:8]),
                     score=score,
                     tier=tier,
-                    snippet=str(snippet[0][0]) if snippet else "",
-                    body=str(snippet[0][1]) if snippet else "",
-                    body_start=int(record[0][8]),
+                    snippet=snippet,
+                    body=body,
+                    body_start=int(record[8]),
                 )
             )
-        return hits, None if overflow else matched
+        return hits
 
     def match_count(self, match: str) -> int:
         return int(self._query("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,))[0][0])

@@ -65,7 +65,12 @@ def words_in(text: str) -> list[str]:
 
 
 def parse(query: str) -> list[Term]:
-    """The terms of ``query``; :class:`QueryError` when nothing searchable remains."""
+    """The terms of ``query``; :class:`QueryError` when nothing searchable remains.
+
+    Private-use characters are dropped first: the index marks its own folder and tag words
+    with one (fsnotes/notes/index.py scope_token), and no query may reach those.
+    """
+    query = "".join(ch for ch in query if unicodedata.category(ch) != "Co")
     terms: list[Term] = []
     i, n = 0, len(query)
     while i < n:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import FTS_COLUMNS, TIER_COLUMNS
+from .index import FTS_COLUMNS
 
 # bm25 weight per FTS column (fsnotes/notes/index.py FTS_COLUMNS order).
 COLUMN_WEIGHTS: dict[str, float] = {
@@ -26,9 +26,6 @@ COLUMN_WEIGHTS: dict[str, float] = {
     "body": 1.0,
     "scope": 0.0,  # made-up folder and tag tokens: a filter, never relevance
 }
-# The columns that make a tier (fsnotes/notes/index.py TIER_COLUMNS): each one that holds
-# every query term lifts a note a tier.
-assert TIER_COLUMNS == ("title", "path")
 # bm25 reads every hit of every term in every matching note, about 2 µs per note on the
 # 2-core machine for a common word: ranking every match of a word found in all of 100k
 # notes would take 200 ms. So at most this many matches are ranked by bm25, the most
@@ -57,15 +54,20 @@ class Excerpt:
     text: str
 
 
-def scores(hits: list[tuple[float, int]]) -> list[float]:
+def scores(hits: list[tuple[float | None, int]]) -> list[float]:
     """Scores shown to the caller for (bm25, tier) in rank order: relative relevance,
-    higher is better; the best bm25 counts 1, and each tier adds 1 (every term in the title:
-    +1; in the path too: +2). (bm25's absolute values mean nothing across queries, and FTS5 floors
-    the weight of a word found in most notes to 1e-6, so raw values can all round to 0.)"""
-    best = min((b for b, _ in hits), default=0.0)
-    return [
-        round((b / best if best < 0 else 1.0) + (1.0 if titled else 0.0), 3) for b, titled in hits
-    ]
+    higher is better. The best bm25 counts 1 (others their fraction of it; a note ranked by
+    tier alone, beyond the ranking window, 0), and each tier adds 1: every term in the
+    title +1, in the path too +2. (bm25's absolute values mean nothing across queries, and
+    FTS5 floors the weight of a word found in most notes to 1e-6, so raw values can all
+    round to 0.)"""
+    ranked = [b for b, _ in hits if b is not None]
+    best = min(ranked, default=0.0)
+    out = []
+    for bm25, tier in hits:
+        relative = 0.0 if bm25 is None else (bm25 / best if best < 0 else 1.0)
+        out.append(round(relative + tier, 3))
+    return out
 
 
 def excerpt(raw: str, body: str | None, body_start: int) -> Excerpt | None:

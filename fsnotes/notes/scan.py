@@ -19,8 +19,12 @@ Inherent limit: a file rewritten in place within the filesystem's timestamp gran
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sandbox import errors as sx
@@ -44,6 +48,9 @@ MAX_NOTES = 2_000_000
 # Notes read and written per index transaction: readers see batches appear whole; a kill
 # loses at most one batch of work (a second or so); fewer, larger transactions build faster.
 BATCH = 1000
+# Batches read ahead of the writer (each up to BATCH parsed notes, a few MB).
+PIPELINE_DEPTH = 2
+_QUEUE_POLL_S = 0.05
 
 
 @dataclass
@@ -100,18 +107,11 @@ class Scanner:
             if changed or vanished:
                 pending.append(parts)
                 total += len(changed)
-        done = 0
         if progress is not None:
             progress(0, total)
-        for parts in pending:
-            if stop():
-                report.cancelled = True
-                return report
-            try:
-                listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
-            except sx.SandboxError:
-                listed = []  # gone since the first pass: its notes are dropped
-            done += self._apply(parts, self._candidates(listed), report, progress, done, total)
+        if not self._write_pending(pending, report, progress, total, stop):
+            report.cancelled = True
+            return report
         gone = [f for f in self.index.folders() if _below(f, folder) and f not in seen_folders]
         if gone:
             report.removed += self.index.delete_folders(gone)
@@ -189,33 +189,86 @@ class Scanner:
                 changed.append((name, info, was is not None))
         return changed, list(known)
 
-    def _apply(
+    def _write_pending(
         self,
-        parts: Components,
-        entries: list[FileInfoEntry],
+        pending: list[Components],
         report: ScanReport,
         progress: Progress | None,
-        done: int,
         total: int,
-    ) -> int:
-        changed, vanished = self._diff(parts, entries)
-        if vanished:
-            report.removed += self.index.delete([(*parts, name) for name in vanished])
-        count = 0
-        for start in range(0, len(changed), BATCH):
-            batch = changed[start : start + BATCH]
-            docs, rejects = self._read_batch(parts, [(n, i) for n, i, _known in batch])
-            fresh = {(*parts, n) for n, _i, known in batch if not known}
-            count += len(batch)
-            meta = {"scan_done": str(min(done + count, total)), "scan_total": str(total)}
-            self.index.upsert(docs, meta=meta, fresh=fresh)
-            if rejects:
-                self.index.reject(rejects)
-            report.indexed += len(docs)
-            report.rejected += len(rejects)
-            if progress is not None:
-                progress(min(done + count, total), total)
-        return count
+        stop: Callable[[], bool],
+    ) -> bool:
+        """Read the changed notes of ``pending`` folders and write them to the index, in
+        batches; False when ``stop`` said so first (what was committed stays).
+
+        A pipeline of two threads: one reads and parses the next batch (Python, holding the
+        GIL) while this one writes the last (SQLite, which releases it), so a build uses
+        both cores. The reader's queue holds at most :data:`PIPELINE_DEPTH` batches."""
+        batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(PIPELINE_DEPTH)
+        halt = threading.Event()
+
+        def produce() -> None:
+            try:
+                for batch in self._batches(pending):
+                    while not halt.is_set():
+                        try:
+                            batches.put(batch, timeout=_QUEUE_POLL_S)
+                            break
+                        except queue.Full:
+                            continue
+                    if halt.is_set() or stop():
+                        return
+            except BaseException as exc:  # handed to the writer, which raises it
+                batches.put(exc)
+                return
+            batches.put(None)
+
+        done = 0
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsnotes-scan") as reader:
+            reader.submit(produce)
+            try:
+                while True:
+                    item = batches.get()
+                    if item is None:
+                        return True
+                    if isinstance(item, BaseException):
+                        raise item
+                    if stop():
+                        return False
+                    if item.vanished:
+                        report.removed += self.index.delete(item.vanished)
+                    done += item.size
+                    meta = {"scan_done": str(min(done, total)), "scan_total": str(total)}
+                    self.index.upsert(item.docs, meta=meta, fresh=item.fresh)
+                    if item.rejects:
+                        self.index.reject(item.rejects)
+                    report.indexed += len(item.docs)
+                    report.rejected += len(item.rejects)
+                    if progress is not None:
+                        progress(min(done, total), total)
+            finally:
+                halt.set()
+                with contextlib.suppress(queue.Empty):
+                    while True:  # unblock a reader waiting to put
+                        batches.get_nowait()
+
+    def _batches(self, pending: list[Components]) -> Iterator[_Batch]:
+        """The work of pass 2, folder by folder: each folder listed again (it may have
+        changed since pass 1) and its changed notes read in batches of :data:`BATCH`."""
+        for parts in pending:
+            try:
+                listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
+            except sx.SandboxError:
+                listed = []  # gone since the first pass: its notes are dropped
+            changed, vanished = self._diff(parts, self._candidates(listed))
+            gone = [(*parts, name) for name in vanished]
+            if not changed:
+                yield _Batch([], [], set(), gone, 0)
+                continue
+            for start in range(0, len(changed), BATCH):
+                chunk = changed[start : start + BATCH]
+                docs, rejects = self._read_batch(parts, [(n, i) for n, i, _known in chunk])
+                fresh = {(*parts, n) for n, _i, known in chunk if not known}
+                yield _Batch(docs, rejects, fresh, gone if start == 0 else [], len(chunk))
 
     def _read_batch(
         self, parts: Components, batch: list[tuple[str, FileInfo]]
@@ -263,6 +316,15 @@ class Scanner:
             return True
         self.index.reject(rejects)
         return False
+
+
+@dataclass
+class _Batch:
+    docs: list[Document]
+    rejects: list[tuple[Components, FileInfo]]
+    fresh: set[Components]  # notes the index does not hold yet
+    vanished: list[Components]  # notes the index holds that are gone
+    size: int  # changed notes this batch accounts for (progress)
 
 
 def _folder_name(name: str) -> bool:
