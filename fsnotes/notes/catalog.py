@@ -36,7 +36,10 @@ from .index import (
     Document,
     IndexBusy,
     IndexCorrupt,
+    IndexProblem,
+    IndexUnavailable,
     NoteIndex,
+    QueryRejected,
     Row,
     key_of,
     scope_token,
@@ -138,11 +141,22 @@ class Catalog:
                 "The search index is busy (another fsnotes process is writing it); try "
                 "again in a moment."
             ) from None
+        except QueryRejected as exc:
+            log.error("FTS5 refused a query built by fsnotes (a bug): %s", exc)
+            raise CatalogUnavailable(
+                'That query could not be run; search with plain words, "quoted phrases" or '
+                "prefix* only."
+            ) from None
+        except IndexUnavailable as exc:
+            raise CatalogUnavailable(
+                f"The search index cannot be used right now ({exc}); ask the person running "
+                "fsnotes to check its state directory."
+            ) from None
         except IndexCorrupt as exc:
             log.warning("search index of %r is damaged (%s); rebuilding it", self.name, exc)
             try:
                 self.index.recreate()
-            except (IndexBusy, IndexCorrupt, OSError) as again:
+            except (IndexProblem, OSError) as again:
                 log.warning("could not recreate the index of %r: %s", self.name, again)
             self._local.needs_scan = True
             raise CatalogUnavailable(
@@ -303,7 +317,7 @@ class Catalog:
         # lookup that returns it and by the next rescan.
         try:
             fn()
-        except (IndexBusy, IndexCorrupt, sx.SandboxError, OSError) as exc:
+        except (IndexProblem, sx.SandboxError, OSError) as exc:
             log.warning("index not updated for %s (%s); the rescan will", "/".join(parts), exc)
             self._local.needs_scan = True
 
@@ -348,7 +362,7 @@ class Catalog:
         try:
             try:
                 report = self.scanner.scan(progress=seen, stop=stop)
-            except (IndexBusy, IndexCorrupt) as exc:
+            except IndexProblem as exc:
                 local.needs_scan = True
                 if isinstance(exc, IndexCorrupt):
                     self.index.recreate()

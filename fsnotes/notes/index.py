@@ -77,12 +77,26 @@ TIER_COLUMNS = ("title", "path")
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-class IndexBusy(Exception):
+class IndexProblem(Exception):
+    """The index cannot answer; the subclass says whether to retry, rebuild or report."""
+
+
+class IndexBusy(IndexProblem):
     """Another connection held the index past the busy timeout; retry shortly."""
 
 
-class IndexCorrupt(Exception):
-    """The index file cannot be used (damaged, not a database, wrong schema)."""
+class IndexCorrupt(IndexProblem):
+    """The index file cannot be used (damaged, not a database, wrong schema): rebuild it."""
+
+
+class IndexUnavailable(IndexProblem):
+    """The state directory cannot serve the index now (full disk, read-only, I/O error);
+    the message is one sentence without paths."""
+
+
+class QueryRejected(IndexProblem):
+    """FTS5 refused a query expression. Expressions are built from quoted terms only, so
+    this is a query the parser let through by mistake: never a reason to rebuild."""
 
 
 def _int64(value: int) -> int:
@@ -111,15 +125,31 @@ def subtree_range(folder: Components) -> tuple[str, str] | None:
     return base + SEP, base + chr(ord(SEP) + 1)
 
 
-def classify(exc: sqlite3.Error) -> IndexBusy | IndexCorrupt:
-    """A busy/locked database is retryable; any other database error means the file is
-    unusable and is rebuilt (the index holds nothing that cannot be recomputed)."""
+_CORRUPT_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_UNAVAILABLE: dict[int, str] = {
+    sqlite3.SQLITE_FULL: "the disk holding the state directory is full",
+    sqlite3.SQLITE_READONLY: "the state directory is read-only",
+    sqlite3.SQLITE_PERM: "the state directory may not be written",
+    sqlite3.SQLITE_CANTOPEN: "the index file cannot be opened",
+    sqlite3.SQLITE_IOERR: "the state directory's disk reported an I/O error",
+}
+
+
+def classify(exc: sqlite3.Error) -> IndexProblem:
+    """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
+    nothing that cannot be recomputed), unavailable (report), or a query FTS5 refused."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in _SQLITE_BUSY:
-        return IndexBusy(str(exc))
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-        return IndexBusy(str(exc))
-    return IndexCorrupt(str(exc))
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(exc)
+    if primary in _SQLITE_BUSY or "locked" in text:
+        return IndexBusy(text)
+    if primary in _CORRUPT_CODES or "malformed" in text or "no such table" in text:
+        return IndexCorrupt(text)
+    if primary in _UNAVAILABLE:
+        return IndexUnavailable(_UNAVAILABLE[primary])
+    if text.startswith("fts5:") or "unterminated string" in text:
+        return QueryRejected(text)
+    return IndexCorrupt(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -879,7 +909,10 @@ __all__ = [
     "Hit",
     "IndexBusy",
     "IndexCorrupt",
+    "IndexProblem",
+    "IndexUnavailable",
     "NoteIndex",
+    "QueryRejected",
     "Row",
     "key_of",
     "parts_of",

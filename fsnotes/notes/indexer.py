@@ -31,7 +31,7 @@ from sandbox.watch import DirectoryWatcher, WatchEvent, WatchUnavailable, max_us
 
 from ..security.grants import Workspace
 from .catalog import Catalog, CatalogUnavailable
-from .index import SCHEMA_VERSION, IndexBusy, IndexCorrupt, NoteIndex
+from .index import SCHEMA_VERSION, IndexProblem, NoteIndex
 from .store import NoteStore
 
 log = logging.getLogger("fsnotes.index")
@@ -174,7 +174,7 @@ class Catalogs:
         for ws, store in self.source():
             try:
                 out.append(self.of(ws, store))
-            except (IndexBusy, IndexCorrupt, OSError) as exc:
+            except (IndexProblem, OSError) as exc:
                 log.warning("cannot open the index of %r: %s", ws.name, exc)
         return out
 
@@ -299,7 +299,7 @@ class Catalogs:
             report = await anyio.to_thread.run_sync(
                 lambda: catalog.rescan(stop=stop.is_set), abandon_on_cancel=True
             )
-        except (IndexBusy, IndexCorrupt, OSError) as exc:
+        except (IndexProblem, OSError) as exc:
             log.warning("rescan of %r failed (%s); trying again later", catalog.name, exc)
             report = None
         finally:

@@ -70,7 +70,13 @@ def parse(query: str) -> list[Term]:
     Private-use characters are dropped first: the index marks its own folder and tag words
     with one (fsnotes/notes/index.py scope_token), and no query may reach those.
     """
-    query = "".join(ch for ch in query if unicodedata.category(ch) != "Co")
+    # Control characters (NUL among them, which would end a string inside FTS5) separate
+    # words, as they do in a note.
+    query = "".join(
+        " " if category == "Cc" else ch
+        for ch in query
+        if (category := unicodedata.category(ch)) != "Co"
+    )
     terms: list[Term] = []
     i, n = 0, len(query)
     while i < n:

@@ -71,21 +71,24 @@ def scores(hits: list[tuple[float | None, int]]) -> list[float]:
 
 
 def excerpt(raw: str, body: str | None, body_start: int) -> Excerpt | None:
-    """Turn a ``snippet()`` made with :data:`INTERNAL_MARKS` into a one-line excerpt.
+    """Turn a ``snippet()`` made with :data:`INTERNAL_MARKS` into a one-line excerpt placed
+    on the line of its first matched word.
 
-    ``body`` (the indexed text after the frontmatter) locates the line; without it the
-    excerpt is placed on the body's first line.
+    ``body`` (the indexed text after the frontmatter) locates that line; where the excerpt
+    cannot be found in it, the excerpt is placed on the body's first line.
     """
     if not raw.strip():
         return None
     plain = raw.replace(_OPEN, "").replace(_CLOSE, "")
-    core = plain.strip(ELLIPSIS).strip()
+    core = plain.lstrip(ELLIPSIS).lstrip()
+    cut = len(plain) - len(core)  # what the left strip removed
+    core = core.rstrip(ELLIPSIS).rstrip()
+    first = raw.find(_OPEN)
+    lead = len(raw[:first].replace(_CLOSE, "")) - cut if first >= 0 else 0
     line = body_start
     if body is not None and core:
         at = body.find(core)
-        if at < 0:
-            at = body.find(core.split("\n", 1)[0])
         if at >= 0:
-            line = body_start + body.count("\n", 0, at)
+            line = body_start + body.count("\n", 0, at + max(lead, 0))
     text = raw.replace(_OPEN, MARK_OPEN).replace(_CLOSE, MARK_CLOSE)
     return Excerpt(line=line, text=" ".join(text.split()))

@@ -24,7 +24,7 @@ from sandbox import uri as lexical
 
 from ..security.grants import Access, Grants, NotGranted, Workspace
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
-from .index import IndexBusy, IndexCorrupt, Row
+from .index import IndexProblem, Row
 from .indexer import Catalogs
 from .query import QueryError
 from .query import parse as parse_query
@@ -381,7 +381,7 @@ def _unavailable() -> Iterator[None]:
         yield
     except CatalogUnavailable as exc:
         raise ServiceError(str(exc)) from None
-    except (IndexBusy, IndexCorrupt):
+    except IndexProblem:
         raise ServiceError(
             "The search index cannot be opened right now; try again in a moment."
         ) from None
