@@ -382,7 +382,6 @@ class ServerConnection:
             return [
                 Send(error_message(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
             ]
-        del text
         return self._receive(message, cost)
 
     def line_too_long(self, limit: int) -> list[Action]:
@@ -737,8 +736,8 @@ class ServerConnection:
         if not self._reserve(request.hold, request.charge):
             raise _Fault(
                 INTERNAL_ERROR,
-                f"Server busy: this request holds {request.charge} bytes once parsed, and the "
-                f"requests in flight already hold {self._held_bytes} of "
+                f"Server busy: this request is charged {request.charge} bytes (what its line "
+                f"holds parsed), and the requests in flight already hold {self._held_bytes} of "
                 f"{self.max_in_flight_bytes}; retry later",
             )
         key: TaskKey = ("request", request.id)

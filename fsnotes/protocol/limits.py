@@ -12,7 +12,7 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 
 # Most JSON values (object keys included) one line may hold; a line with more is answered -32600
 # without being parsed (linecost.line_cost counts them on the bytes, in C). Parsed, each value is
-# an object of 30 to 90 bytes, so 8 MB of "{}," became 2.8 million dicts holding 191 MiB, 25 times
+# an object of 30 to 90 bytes, so 8 MB of "{}," became 2.7 million dicts holding 191 MiB, 25 times
 # the line. Our largest legitimate messages hold a few thousand (a 2025-03-26 batch of
 # MAX_BATCH_MEMBERS calls, a roots/list answer naming a thousand folders; a note, however full of
 # braces and commas, is one string), so 65,536 leaves room while its values hold at most 8 MiB.
@@ -39,10 +39,12 @@ MAX_IN_FLIGHT = 256
 # or 17.7 MiB (ASCII with one emoji), so 14, 7 or 3 fit. The largest line that can be admitted
 # charges 40 MiB (8 MiB at 4 bytes a character, and MAX_LINE_VALUES values), so any line runs
 # when nothing else does.
-# Not charged: the one line being parsed (while json.loads runs, up to 10x its length, 80 MiB at
-# the line limit, when a string mixes ASCII with characters outside the BMP such as emoji; at
-# most 3.5x otherwise), what initialize declared (kept for the session, one line), each task's
-# fixed few KiB, and what handlers allocate themselves (a read note, the answer being written).
+# Not charged: the one line being parsed (json.loads needs the line, its decoded text and the
+# values at once: up to 10x its length, 80 MiB at the line limit, when a string mixes ASCII with a
+# character past U+FFFF such as an emoji, 6x with one past U+00FF, 3.5x otherwise), what
+# initialize declared (kept for the session: one line), each task's fixed few KiB, and what
+# handlers allocate themselves (a note read from disk, the answer being written). Measured:
+# the budget filled with 8 MiB strings plus the costliest line to parse peaked at +144 MiB RSS.
 MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 
 # Most members of one JSON-RPC batch (2025-03-26 sessions only: that revision "MUST support
