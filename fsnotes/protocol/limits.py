@@ -43,8 +43,11 @@ MAX_IN_FLIGHT = 256
 # values at once: up to 10x its length, 80 MiB at the line limit, when a string mixes ASCII with a
 # character past U+FFFF such as an emoji, 6x with one past U+00FF, 3.5x otherwise), what
 # initialize declared (kept for the session: one line), each task's fixed few KiB, and what
-# handlers allocate themselves (a note read from disk, the answer being written). Measured:
-# the budget filled with 8 MiB strings plus the costliest line to parse peaked at +144 MiB RSS.
+# handlers allocate themselves: a notes_read of a 4 MiB note holds about 25 MiB (the note, its
+# JSON text, the encoded answer) until the answer is written, and a client that sends many and
+# does not read stdout (for up to the transport's 30 s write-stall grace) makes them add up (32
+# of them: 850 MiB). Measured: the budget filled with 8 MiB strings, plus the costliest line to
+# parse, peaked at +144 MiB RSS.
 MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 
 # Most members of one JSON-RPC batch (2025-03-26 sessions only: that revision "MUST support
