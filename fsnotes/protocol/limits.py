@@ -41,7 +41,7 @@ MAX_IN_FLIGHT = 256
 # when nothing else does.
 # Not charged: the one line being parsed (json.loads needs the line, its decoded text and the
 # values at once: up to 10x its length, 80 MiB at the line limit, when a string mixes ASCII with a
-# character past U+FFFF such as an emoji, 6x with one past U+00FF, 3.5x otherwise), what
+# character past U+FFFF such as an emoji, 6x with one past U+00FF, under 4x otherwise), what
 # initialize declared (kept for the session: one line), each task's fixed few KiB, and what
 # handlers allocate themselves: a notes_read of a 4 MiB note holds about 25 MiB (the note, its
 # JSON text, the encoded answer) until the answer is written, and a client that sends many and
