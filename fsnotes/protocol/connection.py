@@ -29,6 +29,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from fsnotes.protocol import limits
+from fsnotes.protocol.linecost import LineCost, line_cost
 from fsnotes.protocol.registry import (
     LOG_LEVELS,
     App,
@@ -175,6 +176,13 @@ class _Legacy:
 
 
 @dataclass
+class _Hold:
+    """Bytes charged against the in-flight budget, given back together."""
+
+    bytes: int = 0
+
+
+@dataclass
 class _Request:
     id: RequestId
     method: str
@@ -189,6 +197,9 @@ class _Request:
     request_state: str | None = None
     last_progress: float | None = None
     active: bool = True
+    charge: int = 0  # what the request's line holds once parsed (LineCost.charge)
+    # Charged for the request and the answers it waits for; given back when its task ends.
+    hold: _Hold = field(default_factory=_Hold)
 
 
 @dataclass(frozen=True)
@@ -286,13 +297,16 @@ class ServerConnection:
     app: App
     tools_page_size: int = limits.TOOLS_PAGE_SIZE
     max_in_flight: int = limits.MAX_IN_FLIGHT
+    max_in_flight_bytes: int = limits.MAX_IN_FLIGHT_BYTES
     input_timeout: float = limits.INPUT_REQUEST_TIMEOUT_S
     roots_timeout: float = limits.ROOTS_REQUEST_TIMEOUT_S
     max_input_rounds: int = limits.MAX_INPUT_ROUNDS
 
     _legacy: _Legacy | None = field(default=None, init=False)
     _in_flight: dict[TaskKey, _Request] = field(default_factory=dict, init=False)
-    _pending: set[int] = field(default_factory=set, init=False)
+    # Our server-to-client requests awaiting an answer, with what the answer is charged to.
+    _pending: dict[int, _Hold] = field(default_factory=dict, init=False)
+    _held_bytes: int = field(default=0, init=False)
     _next_server_id: int = field(default=1, init=False)
     _closed: bool = field(default=False, init=False)
     _roots_running: bool = field(default=False, init=False)
@@ -331,8 +345,31 @@ class ServerConnection:
         """How many client requests are being handled now."""
         return len(self._in_flight)
 
+    @property
+    def in_flight_bytes(self) -> int:
+        """Bytes charged for the requests whose tasks still run and the answers they wait for
+        (each line's :attr:`LineCost.charge`), at most ``max_in_flight_bytes``."""
+        return self._held_bytes
+
     def receive_line(self, line: bytes) -> list[Action]:
-        """Handle one line (without its newline)."""
+        """Handle one line (without its newline).
+
+        A line of more than :data:`limits.MAX_LINE_VALUES` JSON values is refused unparsed (its
+        values would hold up to 25 times its size); a request whose line would take the
+        requests in flight past ``max_in_flight_bytes`` is answered "busy".
+        """
+        cost = line_cost(line)
+        if cost.values > limits.MAX_LINE_VALUES:
+            return [
+                Send(
+                    error_message(
+                        None,
+                        INVALID_REQUEST,
+                        f"Message too complex: more than {limits.MAX_LINE_VALUES} JSON values "
+                        "in one line; it was skipped unread",
+                    )
+                )
+            ]
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -345,7 +382,7 @@ class ServerConnection:
             return [
                 Send(error_message(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
             ]
-        return self.receive_message(message)
+        return self._receive(message, cost)
 
     def line_too_long(self, limit: int) -> list[Action]:
         """A line longer than ``limit`` bytes was skipped unread."""
@@ -364,7 +401,11 @@ class ServerConnection:
         self._closed = True
 
     def receive_message(self, message: Any) -> list[Action]:
-        """Handle one parsed JSON value."""
+        """Handle one parsed JSON value (charged as the compact JSON line it would be)."""
+        return self._receive(message, None)
+
+    def _receive(self, message: Any, cost: LineCost | None) -> list[Action]:
+        """Handle one parsed value; ``cost`` is its line's, or ``None`` to measure it here."""
         if isinstance(message, list):
             if message and self._legacy is not None and self._legacy.version == "2025-03-26":
                 # 2025-03-26 only: servers MUST support receiving batches. Each member is
@@ -385,7 +426,10 @@ class ServerConnection:
                 for item in message:
                     if isinstance(item, list):
                         item = None  # no nested batches: answered as "not a JSON object"
-                    actions += self.receive_message(item)
+                    # Each member is charged for itself (measured on its own JSON): the line's
+                    # charge would over-count, and a share of it could under-count the member
+                    # that outlives the others.
+                    actions += self._receive(item, None)
                 return actions
             # JSON-RPC batches were removed in 2025-06-18; the id cannot be chosen, so omit it.
             return [
@@ -401,6 +445,8 @@ class ServerConnection:
             return [
                 Send(error_message(None, INVALID_REQUEST, "Invalid request: not a JSON object"))
             ]
+        if cost is None:
+            cost = _cost_of(message)
         has_id = "id" in message
         raw_id = message.get("id")
         reply_id = raw_id if _valid_id(raw_id) else None
@@ -436,10 +482,10 @@ class ServerConnection:
                     )
                 ]
             assert reply_id is not None
-            return self._on_request(reply_id, method, message.get("params"))
+            return self._on_request(reply_id, method, message.get("params"), cost.charge)
         if "result" in message or "error" in message:
             # A response; an error response may omit the id. Responses are never answered.
-            return self._on_response(raw_id, message) if has_id else []
+            return self._on_response(raw_id, message, cost.charge) if has_id else []
         return [Send(error_message(reply_id, INVALID_REQUEST, 'Invalid request: no "method"'))]
 
     # --- notifications and responses --------------------------------------------------------
@@ -462,17 +508,28 @@ class ServerConnection:
             return self._schedule_roots()
         return []
 
-    def _on_response(self, raw_id: Any, message: JSONObject) -> list[Action]:
+    def _on_response(self, raw_id: Any, message: JSONObject, charge: int) -> list[Action]:
         # Only answers to our own pending requests count; anything else is ignored.
         if isinstance(raw_id, int) and not isinstance(raw_id, bool) and raw_id in self._pending:
-            self._pending.discard(raw_id)
+            hold = self._pending.pop(raw_id)
+            if not self._reserve(hold, charge):
+                # The waiting task keeps the answer until it ends: charged like a request, and
+                # dropped (the task sees an error answer) when the budget cannot take it.
+                message = error_message(
+                    raw_id,
+                    INTERNAL_ERROR,
+                    f"answer dropped: {charge} bytes would take the requests in flight past "
+                    f"{self.max_in_flight_bytes}",
+                )
             return [DeliverReply(raw_id, message)]
         _log.info("ignored a response to id %r, which has no pending request", raw_id)
         return []
 
     # --- requests: era selection and validation ----------------------------------------------
 
-    def _on_request(self, request_id: RequestId, method: str, params: Any) -> list[Action]:
+    def _on_request(
+        self, request_id: RequestId, method: str, params: Any, charge: int
+    ) -> list[Action]:
         if ("request", request_id) in self._in_flight:
             return [
                 Send(
@@ -496,12 +553,12 @@ class ServerConnection:
             if method == "initialize":
                 return self._initialize(request_id, params)
             if modern_tagged or method == "server/discover":
-                return self._modern(request_id, method, params)
+                return self._modern(request_id, method, params, charge)
             if method == "ping":
                 # Legacy ping is allowed even before initialize (2025-11-25 lifecycle).
                 return [Send({"jsonrpc": "2.0", "id": request_id, "result": {}})]
             if self._legacy is not None:
-                return self._legacy_request(request_id, method, params)
+                return self._legacy_request(request_id, method, params, charge)
             raise _Fault(
                 INVALID_PARAMS,
                 f"Missing _meta[{META_PROTOCOL_VERSION!r}]: send it with clientCapabilities on "
@@ -554,7 +611,9 @@ class ServerConnection:
             caps["prompts"] = {} if modern else {"listChanged": False}
         return caps
 
-    def _modern(self, request_id: RequestId, method: str, params: JSONObject) -> list[Action]:
+    def _modern(
+        self, request_id: RequestId, method: str, params: JSONObject, charge: int
+    ) -> list[Action]:
         meta = params.get("_meta")
         if not isinstance(meta, dict):
             raise _Fault(INVALID_PARAMS, "Invalid params: params._meta is required (2026-07-28)")
@@ -592,6 +651,7 @@ class ServerConnection:
             client_info=client_info if isinstance(client_info, dict) else None,
             progress_token=_progress_token(meta),
             log_level=log_level,
+            charge=charge,
         )
         if method in ("tools/call", "resources/read", "prompts/get"):
             responses = params.get("inputResponses")
@@ -615,7 +675,7 @@ class ServerConnection:
         return self._dispatch(request)
 
     def _legacy_request(
-        self, request_id: RequestId, method: str, params: JSONObject
+        self, request_id: RequestId, method: str, params: JSONObject, charge: int
     ) -> list[Action]:
         legacy = self._legacy
         assert legacy is not None
@@ -629,6 +689,7 @@ class ServerConnection:
             capabilities=legacy.capabilities,
             client_info=legacy.client_info,
             progress_token=_progress_token(meta) if isinstance(meta, dict) else None,
+            charge=charge,
         )
         if method == "logging/setLevel":
             level = params.get("level")
@@ -672,6 +733,13 @@ class ServerConnection:
                 INTERNAL_ERROR,
                 f"Server busy: {self.max_in_flight} requests are already in flight; retry later",
             )
+        if not self._reserve(request.hold, request.charge):
+            raise _Fault(
+                INTERNAL_ERROR,
+                f"Server busy: this request is charged {request.charge} bytes (what its line "
+                f"holds parsed), and the requests in flight already hold {self._held_bytes} of "
+                f"{self.max_in_flight_bytes}; retry later",
+            )
         key: TaskKey = ("request", request.id)
         self._in_flight[key] = request
 
@@ -708,8 +776,23 @@ class ServerConnection:
                 if self._in_flight.get(key) is request:
                     del self._in_flight[key]
                 request.active = False
+                # Given back when the task ends, not when a cancel arrives: a cancelled handler
+                # may still be running (in a worker thread) and holding its arguments.
+                self._release(request.hold)
 
         return [StartTask(key, run)]
+
+    def _reserve(self, hold: _Hold, charge: int) -> bool:
+        """Charge ``charge`` bytes to ``hold`` if the in-flight budget has room."""
+        if self._held_bytes + charge > self.max_in_flight_bytes:
+            return False
+        hold.bytes += charge
+        self._held_bytes += charge
+        return True
+
+    def _release(self, hold: _Hold) -> None:
+        self._held_bytes -= hold.bytes
+        hold.bytes = 0
 
     def _handler_fault(
         self, request: _Request, exc: MissingCapability | URLElicitationRequired
@@ -824,7 +907,7 @@ class ServerConnection:
             for key, input_request in outcome.requests.items():
                 method, params = _legacy_request_of(input_request)
                 timeout = self.roots_timeout if method == "roots/list" else self.input_timeout
-                reply = await self._ask(peer, method, params, timeout)
+                reply = await self._ask(peer, method, params, timeout, request.hold)
                 what = _describe_need(input_request)
                 if reply is None:
                     return _InputUnavailable(
@@ -844,9 +927,10 @@ class ServerConnection:
             responses, state = answers, outcome.state
 
     async def _ask(
-        self, peer: Peer, method: str, params: JSONObject | None, timeout: float
+        self, peer: Peer, method: str, params: JSONObject | None, timeout: float, hold: _Hold
     ) -> JSONObject | None:
-        """A legacy server-to-client request; ``None`` on timeout or when the client is gone."""
+        """A legacy server-to-client request; ``None`` on timeout or when the client is gone.
+        The answer is charged to ``hold`` (its owner gives it back)."""
         if self._closed:
             return None
         request_id = self._next_server_id
@@ -854,12 +938,12 @@ class ServerConnection:
         message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        self._pending.add(request_id)
+        self._pending[request_id] = hold
         try:
             reply = await peer.request(request_id, message, timeout)
         except anyio.get_cancelled_exc_class():
             if request_id in self._pending and not self._closed:
-                self._pending.discard(request_id)
+                del self._pending[request_id]
                 with anyio.CancelScope(shield=True):
                     await peer.send(
                         _cancelled(request_id, "the request that needed this input was cancelled")
@@ -868,7 +952,7 @@ class ServerConnection:
         if reply is None and request_id in self._pending and not self._closed:
             # Cancellation works both ways in 2025-11-25: withdraw the unanswered request.
             await peer.send(_cancelled(request_id, "no answer in time"))
-        self._pending.discard(request_id)
+        self._pending.pop(request_id, None)
         return reply
 
     def _schedule_roots(self) -> list[Action]:
@@ -887,10 +971,11 @@ class ServerConnection:
         self._roots_runs += 1
 
         async def run(peer: Peer) -> None:
+            hold = _Hold()
             try:
                 while True:
                     self._roots_again = False
-                    reply = await self._ask(peer, "roots/list", None, self.roots_timeout)
+                    reply = await self._ask(peer, "roots/list", None, self.roots_timeout, hold)
                     result = reply.get("result") if reply else None
                     roots = result.get("roots") if isinstance(result, dict) else None
                     if isinstance(roots, list):
@@ -900,10 +985,12 @@ class ServerConnection:
                             _log.exception("on_roots failed; roots are hints, ignoring")
                     else:
                         _log.warning("roots/list gave no usable answer; roots are hints, ignoring")
+                    self._release(hold)
                     if not self._roots_again:
                         return
             finally:
                 self._roots_running = False
+                self._release(hold)
 
         return [StartTask(("roots", self._roots_runs), run)]
 
@@ -1159,6 +1246,16 @@ def _cancelled(request_id: int, reason: str) -> JSONObject:
         "method": "notifications/cancelled",
         "params": {"requestId": request_id, "reason": reason},
     }
+
+
+def _cost_of(message: Any) -> LineCost:
+    """The cost of ``message`` measured as the compact JSON line it would be (a batch member,
+    or a message handed over already parsed)."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return LineCost(1, 0)  # not from JSON (a test's value): nothing a peer sent to count
+    return line_cost(text.encode("utf-8", "surrogatepass"))
 
 
 def _text_result(text: str, *, is_error: bool) -> JSONObject:

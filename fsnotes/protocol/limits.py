@@ -4,16 +4,51 @@ from __future__ import annotations
 
 # Largest accepted stdio line (one JSON-RPC message), in bytes, newline excluded. A note body
 # travels inside a tools/call line; JSON escaping can double it, and the notes layer caps a note
-# well below 4 MiB, so 8 MiB admits every legitimate message while a runaway or hostile peer
-# cannot make the server buffer more than this (a longer line is answered with an error and
-# skipped while it streams past, never held). For scale: node's default max HTTP header is
-# 16 KiB, and the MCP SDKs set no line limit at all.
+# at 4 MiB, so 8 MiB admits every legitimate message. A longer line is answered with an error and
+# skipped while it streams past, never held. This bounds what the server reads of a line, not what
+# the line holds once parsed (MAX_LINE_VALUES and MAX_IN_FLIGHT_BYTES bound that). For scale:
+# node's default max HTTP header is 16 KiB, and the MCP SDKs set no line limit at all.
 MAX_LINE_BYTES = 8 * 1024 * 1024
 
+# Most JSON values (object keys included) one line may hold; a line with more is answered -32600
+# without being parsed (linecost.line_cost counts them on the bytes, in C). Parsed, each value is
+# an object of 30 to 90 bytes, so 8 MB of "{}," became 2.7 million dicts holding 191 MiB, 25 times
+# the line. Our largest legitimate messages hold a few thousand (a 2025-03-26 batch of
+# MAX_BATCH_MEMBERS calls, a roots/list answer naming a thousand folders; a note, however full of
+# braces and commas, is one string), so 65,536 leaves room while its values hold at most 8 MiB.
+MAX_LINE_VALUES = 65_536
+
+# What one parsed JSON value may hold besides its characters, in bytes, for charging a line
+# against MAX_IN_FLIGHT_BYTES. Measured with tracemalloc on CPython 3.11, its list or dict slot
+# included: 32 for an empty list or a float, 60 for a short string, 89 for a one-emoji string, 92
+# for a dict nested in a dict (the most); 128 leaves a margin for the allocator.
+VALUE_BYTES = 128
+
 # Most client requests handled at once (each is a task). Enough for any real host (they issue
-# a handful) and for 200 concurrent calls in our robustness test, small enough that a flood
-# cannot exhaust memory. Beyond it a request is answered at once with -32603 "busy".
+# a handful) and for 200 concurrent calls in our robustness test; what they hold is bounded by
+# MAX_IN_FLIGHT_BYTES. Beyond it a request is answered at once with -32603 "busy".
 MAX_IN_FLIGHT = 256
+
+# Most bytes the client requests in flight and the answers they wait for (to our elicitation or
+# roots requests) may hold once parsed. Each is charged its line's linecost.LineCost.charge (the
+# line's length times the widest character its strings may have, 1, 2 or 4 bytes as CPython stores
+# them, plus VALUE_BYTES per value) from its start until its task ends: a cancelled handler may
+# still run in a worker thread. Beyond it a request is answered at once with -32603 "busy", like
+# MAX_IN_FLIGHT, and an answer is dropped (the handler waiting for it sees an error). Whole-note
+# writes of 4 MiB must fit several at once: one charges 4.4 MiB (ASCII code), 8.8 MiB (CJK text)
+# or 17.7 MiB (ASCII with one emoji), so 14, 7 or 3 fit. The largest line that can be admitted
+# charges 40 MiB (8 MiB at 4 bytes a character, and MAX_LINE_VALUES values), so any line runs
+# when nothing else does.
+# Not charged: the one line being parsed (json.loads needs the line, its decoded text and the
+# values at once: up to 10x its length, 80 MiB at the line limit, when a string mixes ASCII with a
+# character past U+FFFF such as an emoji, 6x with one past U+00FF, under 4x otherwise), what
+# initialize declared (kept for the session: one line), each task's fixed few KiB, and what
+# handlers allocate themselves: a notes_read of a 4 MiB note holds about 25 MiB (the note, its
+# JSON text, the encoded answer) until the answer is written, and a client that sends many and
+# does not read stdout (for up to the transport's 30 s write-stall grace) makes them add up (32
+# of them: 850 MiB). Measured: the budget filled with 8 MiB strings, plus the costliest line to
+# parse, peaked at +144 MiB RSS.
+MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 
 # Most members of one JSON-RPC batch (2025-03-26 sessions only: that revision "MUST support
 # receiving JSON-RPC batches"; 2025-06-18 removed them). Every member is answered, so without a

@@ -21,9 +21,16 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from fsnotes.protocol.limits import MAX_BATCH_MEMBERS, MAX_LINE_BYTES
+from fsnotes.notes.store import MAX_NOTE_BYTES
+from fsnotes.protocol.limits import (
+    MAX_BATCH_MEMBERS,
+    MAX_IN_FLIGHT_BYTES,
+    MAX_LINE_BYTES,
+    MAX_LINE_VALUES,
+)
 from fsnotes.transport.stdio import EOF_GRACE_S
 from tests.interop.interop_support import REPO, server_command
+from tests.protocol.shapes import code_note
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop, pytest.mark.timeout(90)]
 
@@ -101,8 +108,8 @@ class RawServer:
 
 
 @asynccontextmanager
-async def spawn() -> AsyncIterator[RawServer]:
-    process = await anyio.open_process(server_command())
+async def spawn(command: list[str] | None = None) -> AsyncIterator[RawServer]:
+    process = await anyio.open_process(command or server_command())
     try:
         yield RawServer(process)
     finally:
@@ -169,10 +176,18 @@ async def test_a_50_mib_line_is_refused_and_skipped_with_bounded_memory() -> Non
         assert growth_mib < MAX_LINE_BYTES / MIB + 8, (before, after)
 
 
-@pytest.mark.parametrize("size", [1_200_000, 8_000_000], ids=["1.2MB", "8MB"])
-async def test_a_huge_2025_03_26_batch_gets_one_error_with_bounded_memory(size: int) -> None:
+@pytest.mark.parametrize(
+    ("size", "cap"),
+    [(20_000, MAX_BATCH_MEMBERS), (1_200_000, MAX_LINE_VALUES), (8_000_000, MAX_LINE_VALUES)],
+    ids=["20kB", "1.2MB", "8MB"],
+)
+async def test_a_huge_2025_03_26_batch_gets_one_error_with_bounded_memory(
+    size: int, cap: int
+) -> None:
     # 2025-03-26 is the one revision with batches. A line of tiny members used to become one
-    # reply per member, all built before the first was written: 1.2 MB held 287 MiB.
+    # reply per member, all built before the first was written: 1.2 MB held 287 MiB. A batch of
+    # more members than the member cap gets one error; one of more values than the per-line cap
+    # is not even parsed.
     async with spawn() as server:
         await server.initialize("2025-03-26")
         await server.ping_ok("warm")
@@ -184,15 +199,109 @@ async def test_a_huge_2025_03_26_batch_gets_one_error_with_bounded_memory(size: 
             await server.send({"jsonrpc": "2.0", "id": round_, "method": "ping"})
             refused = await server.recv(timeout=30)
             assert "id" not in refused and refused["error"]["code"] == -32600, refused
-            assert str(MAX_BATCH_MEMBERS) in refused["error"]["message"]
+            assert str(cap) in refused["error"]["message"]
             assert await server.recv(timeout=30) == {"jsonrpc": "2.0", "id": round_, "result": {}}
             after.append(server.memory_kib())
         print(f"{len(line)} B batch: before={before} after={after}")
         peak = (after[-1]["VmHWM"] - before["VmRSS"]) * 1024
-        # Parsing the line costs a few times its size while it lasts (the bytes, the decoded
-        # text, the list: about 6x for this shape; any line of this shape costs as much, batch
-        # or not), and three lines in a row peak no higher than one: nothing stacks up.
-        assert peak < 10 * len(line), (before, after)
+        # Measuring the line costs about two copies of it while it lasts, and three lines in a
+        # row peak no higher than one: nothing stacks up.
+        assert peak < 3 * len(line) + 4 * MIB, (before, after)
+
+
+def slow_call_with_junk(rid: Any, junk: bytes) -> bytes:
+    """A 10 s slow call whose ``params.junk`` (ignored by the server) is the JSON text ``junk``."""
+    message = call(rid, "slow", {"steps": 100, "delay": 0.1})
+    message["params"]["junk"] = "@JUNK@"
+    return json.dumps(message).encode().replace(b'"@JUNK@"', junk) + b"\n"
+
+
+async def test_slow_calls_carrying_millions_of_tiny_values_are_refused_unparsed() -> None:
+    # 2 MB of "{}," parses to 1.4 million dicts (25 bytes held per byte of line); four such calls
+    # in flight used to hold 186 MiB. Such a line is refused before it is parsed.
+    async with spawn() as server:
+        await server.ping_ok("warm")
+        before = server.memory_kib()
+        junk = b"[" + b"{}," * 700_000 + b"{}]"
+        for i in range(4):
+            await server.write(slow_call_with_junk(i, junk))
+        await server.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        seen = await server.collect_until("p", timeout=30)
+        after = server.memory_kib()
+        growth_mib = (after["VmHWM"] - before["VmRSS"]) / 1024
+        print(f"4 x {len(junk)} B of {{}}: before={before} after={after} +{growth_mib:.1f} MiB")
+        refused = [m for m in seen if "error" in m]
+        assert len(refused) == 4, seen
+        for error in refused:
+            assert "id" not in error and error["error"]["code"] == -32600, error
+            assert str(MAX_LINE_VALUES) in error["error"]["message"]
+        # What is left: the 2 MB line itself and its measurement, never the parsed values.
+        assert growth_mib < 16, (before, after)
+        await server.ping_ok()
+
+
+async def test_requests_in_flight_hold_no_more_than_the_byte_budget() -> None:
+    # Each call carries 60,000 values (just under the per-line cap) in 150 KB: 4.4 MiB once
+    # parsed, held while the call runs. 48 of them used to hold 211 MiB; the budget admits as
+    # many as fit and answers the rest "busy" at once, with their id.
+    async with spawn() as server:
+        await server.ping_ok("warm")
+        before = server.memory_kib()
+        junk = b"[" + b'{"a":{"a":{}}},' * 9_999 + b'{"a":{"a":{}}}]'
+        calls = 48
+        for i in range(calls):
+            await server.write(slow_call_with_junk(i, junk))
+        await server.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        seen = await server.collect_until("p", timeout=30)
+        after = server.memory_kib()
+        growth_mib = (after["VmHWM"] - before["VmRSS"]) / 1024
+        busy = [m for m in seen if "error" in m]
+        print(
+            f"{calls} x {len(junk)} B calls, {len(busy)} refused: before={before} after={after} "
+            f"+{growth_mib:.1f} MiB"
+        )
+        for error in busy:
+            assert error["error"]["code"] == -32603 and "busy" in error["error"]["message"], error
+        running = sorted(set(range(calls)) - {m["id"] for m in busy})
+        assert busy and running, seen
+        assert growth_mib < MAX_IN_FLIGHT_BYTES / MIB + 16, (before, after)
+        # Cancelled calls give their bytes back: the same call is admitted again.
+        for rid in running:
+            await server.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": rid},
+                }
+            )
+        await server.ping_ok("cancelled")
+        await server.write(slow_call_with_junk("again", junk))
+        await server.send({"jsonrpc": "2.0", "id": "p2", "method": "ping"})
+        seen = await server.collect_until("p2")
+        assert not any(m.get("id") == "again" for m in seen), seen
+
+
+async def test_several_4_mib_code_notes_written_at_once_all_succeed(tmp_path: Path) -> None:
+    # The largest legitimate messages: whole notes at the size limit, full of the characters a
+    # hostile line is made of (inside one JSON string they are one value). Four at once, one of
+    # them with an emoji (4 bytes per character once parsed), fit the in-flight budget.
+    workspace = tmp_path / "notes"
+    workspace.mkdir()
+    command = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace)]
+    command += ["--state-dir", str(tmp_path / "state"), "--principal", "ada"]
+    notes = {f"code{i}.md": code_note(MAX_NOTE_BYTES) for i in range(3)}
+    notes["emoji.md"] = code_note(MAX_NOTE_BYTES, tail="\N{GRINNING FACE}\n")
+    async with spawn(command) as server:
+        await server.ping_ok("warm")
+        for path, content in notes.items():
+            arguments = {"workspaceUri": workspace.as_uri(), "path": path, "content": content}
+            await server.send(call(path, "notes_create", arguments))
+        for path in notes:
+            answer = await server.response(path, timeout=60)
+            assert answer["result"].get("isError") is not True, answer
+        for path, content in notes.items():
+            assert (workspace / path).read_text(encoding="utf-8") == content
+        await server.ping_ok()
 
 
 async def test_two_hundred_concurrent_requests_all_answered() -> None:

@@ -42,7 +42,7 @@ def initialized(
 
 
 def test_invalid_json_gets_parse_error_without_id() -> None:
-    for line in (b"garbage", b'{"jsonrpc":"2.0","id":1', b'{"a": NaN}', b"[" * 100_000):
+    for line in (b"garbage", b'{"jsonrpc":"2.0","id":1', b'{"a": NaN}', b"[" * 60_000):
         assert one(conn().receive_line(line)) == {
             "jsonrpc": "2.0",
             "error": {"code": -32700, "message": "Parse error: the line is not valid JSON"},
