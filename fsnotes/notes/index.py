@@ -320,46 +320,64 @@ def _count_now(index: NoteIndex) -> Callable[[str], Future[int]]:
 
 
 class _Connections:
-    """One connection per thread to the current file; replaced all at once on rebuild."""
+    """One connection per thread to the current file; all replaced at once on rebuild.
+
+    A connection is only ever used, and closed, by the thread that opened it (or once that
+    thread has ended): closing one from another thread while it runs a statement crashes
+    the process inside SQLite. So :meth:`reset` closes the calling thread's connection and
+    those of threads that have ended, and retires the others: each live thread closes its
+    old connection the next time it asks for one.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.generation = 0
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._owners: list[tuple[threading.Thread, sqlite3.Connection]] = []
 
     def get(self) -> sqlite3.Connection:
         held = getattr(self._local, "held", None)
-        if held is not None and held[0] == self.generation:
-            conn: sqlite3.Connection = held[1]
-            return conn
-        conn = _connect(self.path)
-        with self._lock:
-            self._all.append(conn)
+        if held is not None:
+            generation, conn = held
+            if generation == self.generation:
+                return conn  # type: ignore[no-any-return]
+            self._local.held = None
+            self._close_own(conn)
+        # check_same_thread=False only so that reset() may close the connection of a thread
+        # that has ended; a live thread's connection is only touched by that thread.
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        _configure(conn)
         self._local.held = (self.generation, conn)
+        with self._lock:
+            self._owners.append((threading.current_thread(), conn))
         return conn
 
-    def reset(self) -> None:
-        """Forget every connection (each thread reconnects on its next call)."""
+    def _close_own(self, conn: sqlite3.Connection) -> None:
         with self._lock:
-            old, self._all = self._all, []
+            self._owners = [(t, c) for t, c in self._owners if c is not conn]
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+
+    def reset(self) -> None:
+        """Retire every connection; close the ones no live thread can be using."""
+        me = threading.current_thread()
+        with self._lock:
             self.generation += 1
-        for conn in old:
+            closable = [c for t, c in self._owners if t is me or not t.is_alive()]
+            self._owners = [(t, c) for t, c in self._owners if t is not me and t.is_alive()]
+        self._local.held = None
+        for conn in closable:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    # check_same_thread=False only so that reset() may close connections from any thread;
-    # each connection is used by the one thread that opened it.
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def _configure(conn: sqlite3.Connection) -> None:
     # The busy timeout first: every later statement (the journal-mode switch included)
     # then waits for another process instead of failing at once.
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: consistent; a cache may lose
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # the last commits on power loss
-    return conn
 
 
 @contextlib.contextmanager
