@@ -183,7 +183,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         tools=[*build_tools(service, deletes), build_setup_tool(flow)],
         resources=NotesResources(service),
         on_roots=on_roots,
-        lifespan=_lifespan(dict(stores), catalogs, page),
+        lifespan=_lifespan(catalogs, page),
     )
     return Server(
         app=app,
@@ -199,19 +199,18 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
 
 
 def _lifespan(
-    stores: dict[str, NoteStore],
     catalogs: Catalogs,
     page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None,
 ) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
     """What runs as long as the server serves, in the background (nothing waits for it to
-    start: initialize is answered at once): the search indexes built and kept fresh, the
-    start-up sweep of every workspace, and the setup page's runner when setup is on."""
+    start: initialize is answered at once): the search indexes built and kept fresh (the
+    first full scan also removes what killed writes left behind), and the setup page's
+    runner when setup is on."""
 
     @contextlib.asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(catalogs.run)
-            tg.start_soon(sweep_workspaces, stores)
             try:
                 if page is None:
                     yield
@@ -222,25 +221,6 @@ def _lifespan(
                 tg.cancel_scope.cancel()  # a sweep still running stops at its next checkpoint
 
     return lifespan
-
-
-async def sweep_workspaces(stores: dict[str, NoteStore]) -> None:
-    """Remove the leftovers of killed writes and deletes in every configured workspace
-    (:meth:`NoteStore.sweep_leftovers`), one worker thread at a time, so that serving never
-    waits for it; stopping the server cancels it between two steps. Failures are logged,
-    never raised: a sweep is housekeeping."""
-    for name, store in stores.items():
-        try:
-            removed = await anyio.to_thread.run_sync(
-                store.sweep_leftovers, anyio.from_thread.check_cancelled
-            )
-        except Exception as exc:  # housekeeping must never stop the server
-            # The type only: an OSError's text could name a host path. (A Root closed under
-            # the sweep says ValueError.) Cancellation is not an Exception and propagates.
-            log.warning("leftover sweep of workspace %r stopped: %s", name, type(exc).__name__)
-            continue
-        if removed:
-            log.info("removed %d stale leftover file(s) in workspace %r", removed, name)
 
 
 def grant_command(config: Config) -> str:

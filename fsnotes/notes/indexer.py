@@ -261,7 +261,10 @@ class Catalogs:
             await anyio.sleep(DEBOUNCE_S)
             events += watcher.read()
             if events:
-                await anyio.to_thread.run_sync(self.apply_events, events)
+                try:
+                    await anyio.to_thread.run_sync(self.apply_events, events)
+                except Exception as exc:  # hints only: the rescan still covers the change
+                    log.warning("watcher events not applied: %s", type(exc).__name__)
 
     # --- the supervisor ------------------------------------------------------------------
 
@@ -301,6 +304,11 @@ class Catalogs:
             )
         except (IndexProblem, OSError) as exc:
             log.warning("rescan of %r failed (%s); trying again later", catalog.name, exc)
+            report = None
+        except Exception as exc:  # housekeeping must never stop the server
+            # The type only: an unexpected error's text could name a host path (a Root
+            # closed under the scan says ValueError).
+            log.warning("rescan of %r stopped: %s", catalog.name, type(exc).__name__)
             report = None
         finally:
             stop.set()  # a cancelled (abandoned) scan stops at its next folder or batch

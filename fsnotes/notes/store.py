@@ -9,13 +9,13 @@ folders) and computes etags; authorization and URI parsing happen before it is c
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sandbox import uri as lexical
-from sandbox.errors import LimitExceeded, SandboxError
-from sandbox.root import FileIdentity, FileInfo, ReadResult, Root, is_leftover_name
+from sandbox.errors import SandboxError
+from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
 
 from .markdown import NoteMeta, analyse
 
@@ -27,11 +27,6 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt")
 # It also keeps a whole-note write (content escaped as JSON) under the protocol's 8 MiB
 # line limit (fsnotes.protocol.limits.MAX_LINE_BYTES) for ordinary text.
 MAX_NOTE_BYTES = 4 * 1024 * 1024
-# Bounds on one walk of a workspace: entries visited and directory depth. A notes vault of
-# 200k entries is far beyond any real one; the bound keeps a hostile tree (or a mounted
-# huge directory) from turning one list call into minutes of I/O.
-MAX_WALK_ENTRIES = 200_000
-MAX_WALK_DEPTH = 64
 # How many walked entries the leftover sweep handles between two calls of its checkpoint
 # (cancellation): often enough to stop within milliseconds, rarely enough to cost nothing.
 SWEEP_CHECKPOINT_EVERY = 1024
@@ -144,27 +139,6 @@ class NoteStore:
 
     # --- reading -----------------------------------------------------------------------
 
-    def iter_notes(
-        self, folder: Components = (), *, base: Components = ()
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        """Every note below ``folder``, in path order; hidden names, symlinks and names no
-        URI below ``base`` (the workspace's own components) can express are skipped."""
-        self.check_folder(folder)
-        try:
-            for rel, info in self.root.walk(
-                folder, max_entries=MAX_WALK_ENTRIES, max_depth=MAX_WALK_DEPTH
-            ):
-                if _first_hidden(rel) is not None:
-                    continue
-                if info.kind == "file" and self.is_note_name(rel[-1]):
-                    if not _addressable(folder + rel, base):
-                        continue  # no URI or path can name it (see _addressable)
-                    yield folder + rel, info
-        except LimitExceeded:
-            raise NoteError(
-                "The workspace is too large to scan in one call; narrow it with 'folder'."
-            ) from None
-
     def read(self, parts: Components) -> Note:
         self.check_note_path(parts)
         result = self.root.read(parts, max_bytes=MAX_NOTE_BYTES)
@@ -181,38 +155,6 @@ class NoteStore:
         )
 
     # --- housekeeping -------------------------------------------------------------------
-
-    def sweep_leftovers(self, checkpoint: Callable[[], None] = lambda: None) -> int:
-        """Remove our own stale leftovers anywhere in the workspace; return how many.
-
-        A write killed midway leaves a hidden ``.fsnotes-tmp-*`` copy of a note, and a delete
-        killed midway the confirmed file under ``.fsnotes-rm-*``; neither is ever listed, but
-        both keep text the person may believe gone. One walk (within the listing bounds)
-        finds the folders holding such names, then :meth:`Root.remove_stale_temps` decides
-        in each: files a live writer of any process holds, and objects a refused delete left
-        on purpose, stay. ``checkpoint`` is called now and then (to let a caller cancel);
-        whatever it raises propagates. A workspace over the walk bounds is swept as far as
-        the walk got.
-        """
-        folders: set[Components] = set()
-        try:
-            for count, (rel, info) in enumerate(
-                self.root.walk((), max_entries=MAX_WALK_ENTRIES, max_depth=MAX_WALK_DEPTH)
-            ):
-                if count % SWEEP_CHECKPOINT_EVERY == 0:
-                    checkpoint()
-                if info.kind == "file" and is_leftover_name(rel[-1]):
-                    folders.add(rel[:-1])
-        except LimitExceeded:
-            pass  # sweep what the bounded walk found
-        removed = 0
-        for folder in sorted(folders):
-            checkpoint()
-            try:
-                removed += self.root.remove_stale_temps(folder)
-            except SandboxError:
-                continue  # gone or changed since the walk: nothing of ours to do there
-        return removed
 
     # --- writing -----------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
-"""NoteStore.sweep_leftovers and the server's start-up sweep, on real files (both resolvers).
+"""The index's scan removes what killed writes left, on real files (both resolvers).
 
-The wire test runs the real `fsnotes serve` over stdio: the leftovers of killed writes go
-once it has started, while it answers; a temp file another live writer holds stays.
+Every full scan (the first one runs in the background at start) asks the Root to remove
+our own stale leftovers in each folder it lists. The wire test runs the real
+`fsnotes serve` over stdio: the leftovers of killed writes go once it has started, while it
+answers; a temp file another live writer holds stays.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import anyio
 import pytest
 from e2e.wire import LEGACY, Wire
 
-from fsnotes.notes.store import NoteStore
-from fsnotes.server import Server, sweep_workspaces
-from sandbox.root import REMOVE_PREFIX, TEMP_PREFIX, Root
+from fsnotes.config import load
+from fsnotes.notes.catalog import Catalog
+from fsnotes.server import Server, build
+from sandbox.root import REMOVE_PREFIX, TEMP_PREFIX
 
 
 def temp_name() -> str:
@@ -35,10 +38,10 @@ def hidden_names(path: Path) -> list[str]:
 
 
 def plant_leftovers(vault: Path) -> list[str]:
-    """Stale temp copies (what a killed write leaves) at several depths, hidden folders
-    included; returns their relative paths."""
+    """Stale temp copies (what a killed write leaves) at several depths; returns their
+    relative paths. (None in hidden folders: fsnotes never writes below a hidden name.)"""
     planted = []
-    for folder in ("", "projects", "journal", ".obsidian", "new/deeper/still"):
+    for folder in ("", "projects", "journal", "new/deeper/still"):
         (vault / folder).mkdir(parents=True, exist_ok=True)
         name = (Path(folder) / temp_name()).as_posix()
         (vault / name).write_text("# Secret draft\nthe person deleted this from the note\n")
@@ -46,45 +49,59 @@ def plant_leftovers(vault: Path) -> list[str]:
     return planted
 
 
-def test_sweep_leftovers_clears_every_folder_and_leaves_notes_alone(
+def catalog_of(server: Server) -> Catalog:
+    svc = server.service
+    ws = svc.grants.all_workspaces()[0]
+    return svc.catalogs.of(ws, svc.stores[ws.name])
+
+
+def test_a_scan_clears_every_folder_it_lists_and_leaves_notes_alone(
     server: Server, vault: Path
 ) -> None:
     planted = plant_leftovers(vault)
     (vault / "notatemp.md").symlink_to(vault / "inbox.md")
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    not_ours = vault / ".obsidian" / temp_name()  # below a hidden name: never our write
+    not_ours.write_text("left alone")
     before = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*"))
-    store = server.service.stores["notes"]
-    assert store.sweep_leftovers() == len(planted)
+    catalog_of(server).rescan()
     after = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*"))
     assert after == sorted(set(before) - set(planted))
-    assert hidden_names(vault) == []
+    assert hidden_names(vault) == [".obsidian/" + not_ours.name]
 
 
-def test_sweep_leftovers_stops_at_its_checkpoint(server: Server, vault: Path) -> None:
+def test_a_stopped_scan_removes_nothing_more(server: Server, vault: Path) -> None:
     plant_leftovers(vault)
-
-    class Stop(Exception):
-        pass
-
-    def checkpoint() -> None:
-        raise Stop
-
-    with pytest.raises(Stop):
-        server.service.stores["notes"].sweep_leftovers(checkpoint)
-    assert len(hidden_names(vault)) == 5  # stopped before removing anything
+    report = catalog_of(server).rescan(stop=lambda: True)
+    assert report is not None and report.cancelled
+    assert len(hidden_names(vault)) == 3  # stopped after the first folder it listed
 
 
-def test_a_failing_workspace_sweep_is_logged_and_the_others_still_run(
-    vault: Path, resolver: str, caplog: pytest.LogCaptureFixture
+def test_a_failing_workspace_scan_is_logged_and_the_others_still_run(
+    vault: Path, tmp_path: Path, resolver: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     plant_leftovers(vault)
-    closed = Root.open(vault)
-    closed.close()  # a workspace whose Root is gone: the sweep of it fails, the rest go on
-    with Root.open(vault) as root:
-        stores = {"gone": NoteStore(closed), "notes": NoteStore(root)}
-        anyio.run(sweep_workspaces, stores)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "note.md").write_text("# other\n")
+    cfg = load(
+        workspaces=[str(other), str(vault)], state_dir=str(tmp_path / "st"), principal="a", env={}
+    )
+    server = build(cfg)
+    try:
+        server.service.stores["other"].root.close()  # the scan of it fails; the rest go on
+        catalogs = server.catalogs
+
+        async def one_round() -> None:
+            for catalog in catalogs.current():
+                await catalogs._rescan(catalog)
+
+        anyio.run(one_round)
+    finally:
+        server.close()
     assert hidden_names(vault) == []
-    assert "leftover sweep of workspace 'gone' stopped: ValueError" in caplog.text
-    assert str(vault) not in caplog.text
+    assert "rescan of 'other' stopped: ValueError" in caplog.text
+    assert str(other) not in caplog.text
 
 
 HOLDER = textwrap.dedent(
