@@ -13,6 +13,8 @@ from typing import Any
 from sandbox import probe
 from sandbox.jail import JailReport, applied_report
 
+from .notes.indexer import environment as index_environment
+
 __all__ = ["format_text", "report"]
 
 # Capabilities that would let a process step around file permissions or the jail.
@@ -65,9 +67,15 @@ def report(applied: JailReport | None = None) -> dict[str, Any]:
         )
 
     setup_page = _setup_page(facts.landlock_abi)
+    index = index_environment()
+    if not index["fts5"]:
+        warnings.append(
+            "This Python's SQLite has no FTS5: fsnotes cannot build its search index here."
+        )
 
     return {
         "setup_page": setup_page,
+        "search_index": index,
         "platform": facts.platform,
         "python": sys.version.split()[0],
         "layers": {
@@ -133,6 +141,30 @@ def _setup_page(abi: int | None) -> dict[str, Any]:
             else "the setup page's HTTP stack is not installed: pip install 'fsnotes[setup]'"
         ),
     }
+
+
+def _index_lines(index: dict[str, Any]) -> list[str]:
+    fts = "FTS5 available" if index["fts5"] else f"no FTS5 ({index.get('fts5_detail')})"
+    lines = [f"Search index: SQLite {index['sqlite']}, {fts}."]
+    interval = index["default_rescan_interval_s"]
+    if index["inotify"]:
+        kernel = index["max_user_watches"]
+        lines.append(
+            f"  Watcher: inotify, one watch per folder (about 1 KiB of kernel memory each), "
+            f"at most {index['watch_budget']:,} per process (a quarter of this user's "
+            f"max_user_watches, {kernel:,}, shared with editors and sync tools); folders "
+            "past that are seen by the rescan only."
+            if kernel is not None
+            else f"  Watcher: inotify, at most {index['watch_budget']:,} folders per process."
+        )
+    else:
+        lines.append(f"  Watcher: unavailable ({index.get('inotify_detail')}).")
+    lines.append(
+        f"  Rescan: every {interval:g} s by default ([index] rescan_interval, "
+        "FSNOTES_RESCAN_INTERVAL), the freshness bound where inotify sees nothing: network "
+        "filesystems and Docker Desktop bind mounts from macOS or Windows."
+    )
+    return lines
 
 
 def _yes_no(value: bool | None) -> str:
@@ -201,6 +233,8 @@ def format_text(report: dict[str, Any]) -> str:
             else "this kernel's Landlock cannot limit TCP ports (needs ABI 4, Linux 6.7)"
         )
         lines.append(f"  {stack}; {ports}.")
+
+    lines.extend(_index_lines(report["search_index"]))
 
     priv = layers["privileges"]
     caps = priv["capabilities"]

@@ -30,23 +30,19 @@ from sandbox import errors as sx
 from sandbox.root import FileInfo
 
 from ..security import statedir
-from . import ranking
+from . import index_search, ranking
 from .index import (
-    TIER_COLUMNS,
-    Document,
     IndexBusy,
     IndexCorrupt,
     IndexProblem,
     IndexUnavailable,
     NoteIndex,
     QueryRejected,
-    Row,
-    key_of,
-    scope_token,
 )
 from .markdown import analyse
 from .query import Term, to_match
 from .scan import Progress, Scanner, ScanReport
+from .schema import TIER_COLUMNS, Document, Row, key_of, scope_token
 from .store import NoteStore, stem_of
 
 log = logging.getLogger("fsnotes.index")
@@ -228,7 +224,8 @@ class Catalog:
         ]
         with self._guard():
             for attempt in range(MAX_VERIFY_ROUNDS):
-                hits, matched = self.index.search(
+                hits, matched = index_search.search(
+                    self.index,
                     match,
                     tiers,
                     limit,

@@ -30,8 +30,10 @@ import anyio
 from sandbox.watch import DirectoryWatcher, WatchEvent, WatchUnavailable, max_user_watches
 
 from ..security.grants import Workspace
+from . import index_search
 from .catalog import Catalog, CatalogUnavailable
-from .index import SCHEMA_VERSION, IndexProblem, NoteIndex
+from .index import IndexProblem, NoteIndex
+from .schema import SCHEMA_VERSION
 from .store import NoteStore
 
 log = logging.getLogger("fsnotes.index")
@@ -92,6 +94,34 @@ def fingerprint(extensions: Sequence[str]) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def environment() -> dict[str, object]:
+    """What the search index can count on here, for ``fsnotes doctor`` (JSON types)."""
+    import sqlite3
+
+    facts: dict[str, object] = {"sqlite": sqlite3.sqlite_version}
+    try:
+        probe = sqlite3.connect(":memory:")
+        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        probe.close()
+        facts["fts5"] = True
+    except sqlite3.Error as exc:
+        facts["fts5"] = False
+        facts["fts5_detail"] = str(exc)
+    kernel = max_user_watches()
+    facts.update(
+        max_user_watches=kernel,
+        watch_budget=watch_budget(),
+        default_rescan_interval_s=DEFAULT_RESCAN_INTERVAL_S,
+    )
+    try:
+        DirectoryWatcher(1).close()
+        facts["inotify"] = True
+    except WatchUnavailable as exc:
+        facts["inotify"] = False
+        facts["inotify_detail"] = str(exc)
+    return facts
+
+
 def watch_budget() -> int:
     kernel = max_user_watches()
     return MAX_WATCHES if kernel is None else max(0, min(MAX_WATCHES, kernel // 4))
@@ -143,7 +173,9 @@ class Catalogs:
                 return entry.catalog
         index = NoteIndex.open(self.state_dir, store.root.identity, self.fingerprint)
         catalog = Catalog(ws.name, store, index, ws.components)
-        catalog.count_in_background = lambda match: self._counter.submit(index.match_count, match)
+        catalog.count_in_background = lambda match: self._counter.submit(
+            index_search.match_count, index, match
+        )
         with self._lock:
             entry = self._entries.get(ws.name)
             if entry is not None and entry.store is store:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import FTS_COLUMNS
+from .schema import FTS_COLUMNS
 
 # bm25 weight per FTS column (fsnotes/notes/index.py FTS_COLUMNS order).
 COLUMN_WEIGHTS: dict[str, float] = {

@@ -22,8 +22,8 @@ from ..protocol.registry import (
 )
 from ..security.grants import Access, NotGranted, Workspace
 from .catalog import CatalogUnavailable
-from .index import Row
 from .indexer import until_indexed
+from .schema import Row
 from .service import NotesService, ServiceError
 from .store import display, iso_time
 

@@ -31,7 +31,8 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
 
-from .index import Document, NoteIndex
+from .index import NoteIndex
+from .schema import Document
 from .store import MAX_NOTE_BYTES, NoteError, NoteStore
 
 log = logging.getLogger("fsnotes.index")

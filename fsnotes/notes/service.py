@@ -24,10 +24,11 @@ from sandbox import uri as lexical
 
 from ..security.grants import Access, Grants, NotGranted, Workspace
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
-from .index import IndexProblem, Row
+from .index import IndexProblem
 from .indexer import Catalogs
 from .query import QueryError
 from .query import parse as parse_query
+from .schema import Row
 from .store import Note, NoteError, NoteStore, display, iso_time
 
 log = logging.getLogger("fsnotes.notes")

@@ -12,8 +12,9 @@ import pytest
 from fsnotes.config import load
 from fsnotes.notes import ranking
 from fsnotes.notes.catalog import Catalog
-from fsnotes.notes.index import SCHEMA_VERSION, NoteIndex
+from fsnotes.notes.index import NoteIndex
 from fsnotes.notes.indexer import fingerprint
+from fsnotes.notes.schema import SCHEMA_VERSION
 from fsnotes.notes.service import ServiceError
 from fsnotes.server import Server, build
 
@@ -118,7 +119,7 @@ def test_fts_syntax_in_note_content_is_just_text(server: Server, vault: Path) ->
 def test_the_index_scope_words_cannot_be_reached_from_a_query(server: Server) -> None:
     # Folder and tag words in the index start with a private-use character, which the
     # query parser drops: the exact word the index holds for folder 'projects' finds nothing.
-    from fsnotes.notes.index import key_of, scope_token
+    from fsnotes.notes.schema import key_of, scope_token
 
     token = scope_token("f", key_of(("projects",)))
     assert server.service.notes_search(None, token, None, None, None)["total"] == 0

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fsnotes.config import load
-from fsnotes.notes.index import TOKENIZER
 from fsnotes.notes.markdown import has_tag
+from fsnotes.notes.schema import TOKENIZER
 from fsnotes.server import build
 
 VOCAB = [
