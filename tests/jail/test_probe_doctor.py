@@ -125,3 +125,22 @@ def test_doctor_reports_whether_the_setup_page_can_run() -> None:
         [sys.executable, "-m", "fsnotes", "doctor"], capture_output=True, text=True, timeout=60
     ).stdout
     assert "Setup page (notes_setup): the setup page can run" in text
+
+
+def test_doctor_states_the_search_index_watcher_budget_and_rescan_interval() -> None:
+    import json
+    import subprocess
+    import sys
+
+    from sandbox.watch import max_user_watches
+
+    run = [sys.executable, "-m", "fsnotes", "doctor"]
+    out = subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=60, check=True)
+    index = json.loads(out.stdout)["search_index"]
+    assert index["fts5"] is True and index["inotify"] is True
+    kernel = max_user_watches()
+    assert index["max_user_watches"] == kernel
+    assert 0 < index["watch_budget"] <= (kernel or 0) // 4
+    text = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "Search index: SQLite" in text and "one watch per folder" in text
+    assert "Rescan: every 60 s" in text and "Docker Desktop" in text
