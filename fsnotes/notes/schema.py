@@ -25,15 +25,17 @@ from .markdown import NoteMeta
 Components = tuple[str, ...]
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 
 # Porter stemming over unicode61: case, diacritics and English word endings are ignored
 # ("plan" finds "planned"); documented with the query syntax in fsnotes/notes/query.py.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
-# FTS5 prefix indexes: ``ab*`` and ``abc*`` are answered from them instead of expanding every
-# term of the vocabulary (the cost of a short prefix query otherwise grows with the vocabulary).
+# FTS5 prefix indexes of the main table: ``ab*`` and ``abc*`` are answered from them instead
+# of expanding every term of the vocabulary (the cost of a short prefix query otherwise grows
+# with the vocabulary). They cost about a third of the build time and of the file; the tier
+# table (titles and paths) is small enough to expand prefixes without them.
 PREFIX_INDEXES = "2 3"
 # Column order of the FTS table; ``bm25`` weights follow it (see fsnotes/notes/ranking.py).
 # The text a query searches; then ``scope``, which holds one made-up token per folder above
@@ -183,8 +185,7 @@ CREATE VIRTUAL TABLE fts USING fts5(
 );
 CREATE VIRTUAL TABLE tfts USING fts5(
     {", ".join(TIER_COLUMNS)}, scope,
-    tokenize = '{TOKENIZER}',
-    prefix = '{PREFIX_INDEXES}'
+    tokenize = '{TOKENIZER}'
 );
 """
 
