@@ -265,6 +265,7 @@ class NotesService:
         return {
             "results": results,
             "total": found.total,
+            "rankedAll": found.ranked_all,
             "scanned": found.scanned,
             "index": index_info(found.status),
         }

@@ -225,6 +225,11 @@ class SearchHit(BaseModel):
 class NotesSearchResult(BaseModel):
     results: list[SearchHit]
     total: int = Field(description="How many notes matched (results holds the best 'limit').")
+    rankedAll: bool = Field(
+        description="False when more notes matched than are ranked one by one (the 2,000 "
+        "most recently changed, plus the newest with every word in the title or path): "
+        "the best of the rest may be missing; narrow the query, folder or tag."
+    )
     scanned: int = Field(description="How many notes were searched (those in scope).")
     index: IndexInfo
 
