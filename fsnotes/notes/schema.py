@@ -25,7 +25,7 @@ from .markdown import NoteMeta
 Components = tuple[str, ...]
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 
@@ -158,10 +158,6 @@ CREATE TABLE notes(
     body_start INTEGER NOT NULL
 );
 CREATE INDEX notes_folder ON notes(folder, name);
-CREATE TRIGGER notes_counted AFTER INSERT ON notes
-    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'notes'; END;
-CREATE TRIGGER notes_uncounted AFTER DELETE ON notes
-    BEGIN UPDATE meta SET value = value - 1 WHERE key = 'notes'; END;
 CREATE INDEX notes_path_fold ON notes(path_fold);
 CREATE TABLE tags(tag TEXT NOT NULL, note INTEGER NOT NULL, PRIMARY KEY(tag, note)) WITHOUT ROWID;
 CREATE INDEX tags_note ON tags(note);
