@@ -329,6 +329,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: consistent; a cache may lose
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # the last commits on power loss
+    # Statement journals and sorter spills stay in memory: on disk SQLite puts them in
+    # /var/tmp or /tmp, which the Landlock jail does not grant, and a batch of the build
+    # then fails with "unable to open database file" (the index rebuilt in a loop).
+    conn.execute("PRAGMA temp_store=MEMORY")
     return conn
 
 
