@@ -121,6 +121,9 @@ class Catalogs:
         self.source = source
         self.rescan_interval = rescan_interval
         self.watch = watch
+        # Read now: the server builds its catalogs before the Landlock jail goes up, and
+        # /proc/sys (the kernel's watch budget) is not readable inside it.
+        self.watch_budget = watch_budget()
         self.watcher: DirectoryWatcher | None = None
         self.watch_problem: str | None = None
         self._entries: dict[str, _Entry] = {}
@@ -203,7 +206,7 @@ class Catalogs:
             self.watch_problem = "turned off"
             return
         try:
-            self.watcher = DirectoryWatcher(watch_budget())
+            self.watcher = DirectoryWatcher(self.watch_budget)
         except WatchUnavailable as exc:
             self.watch_problem = str(exc)
             log.info(
