@@ -41,6 +41,7 @@ from .wire import Wire, meta
 # The freshness goal is 1 s where inotify works; asserted with room for a loaded CI machine.
 WATCH_BOUND_S = 3.0
 RESCAN_INTERVAL_S = 2
+FORM = {"elicitation": {"form": {}}}
 # A rescan is due RESCAN_INTERVAL_S after the last one; the supervisor looks once per
 # second (indexer.TICK_S) and the rescan of a small vault takes milliseconds.
 RESCAN_BOUND_S = RESCAN_INTERVAL_S + 1.0 + 1.5
@@ -330,6 +331,35 @@ def test_a_note_rewritten_over_and_over_is_never_found_by_its_old_words(
         (hit,) = search(w, "hammerkeep")["results"]
         text = hit["snippets"][0]["text"]
         assert f"hammer{i}" in text and f"hammer{i - 1} " not in text, (i, text)
+
+
+def test_the_servers_own_writes_are_in_the_index_when_the_call_returns(
+    quiet: tuple[Wire, Path],
+) -> None:
+    w, _ws = quiet
+    uri = ok(w, "notes_create", {"path": "mine/own.md", "content": "# Own\nfoxtrotword\n"})["uri"]
+    assert found(w, "foxtrotword") == ["mine/own.md"]
+    ok(w, "notes_update", {"uri": uri, "content": "# Own\ngolfword, longer text\n"})
+    assert found(w, "golfword") == ["mine/own.md"] and found(w, "foxtrotword") == []
+    moved = ok(w, "notes_move", {"uri": uri, "newPath": "elsewhere/moved.md"})
+    assert found(w, "golfword") == ["elsewhere/moved.md"]
+    assert "mine/own.md" not in listed(w) and "elsewhere/moved.md" in listed(w)
+    args = {"uri": moved["uri"]}
+    first = w.tool("notes_delete", args, FORM)["result"]
+    ((key, request),) = first["inputRequests"].items()
+    fields = request["params"]["requestedSchema"]["properties"]
+    answer = {"confirm": True, **({"note_id": "elsewhere/moved.md"} if "note_id" in fields else {})}
+    done = w.tool(
+        "notes_delete",
+        args,
+        FORM,
+        inputResponses={key: {"action": "accept", "content": answer}},
+        requestState=first["requestState"],
+    )
+    assert done["result"]["structuredContent"]["deleted"] is True, done
+    assert found(w, "golfword") == [] and "elsewhere/moved.md" not in listed(w)
+    # Not by the checks of a lookup: the index itself holds the writes (its note count).
+    assert ok(w, "notes_list", {"limit": 1})["index"]["indexedNotes"] == 5
 
 
 # --- a hit swapped for a symlink or a FIFO -------------------------------------------------
