@@ -333,6 +333,48 @@ def test_a_note_rewritten_over_and_over_is_never_found_by_its_old_words(
         assert f"hammer{i}" in text and f"hammer{i - 1} " not in text, (i, text)
 
 
+def test_a_listing_right_after_many_external_deletes_still_pages_through_every_live_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More deleted notes ahead of the live ones than one page's checks re-examine (three
+    # rounds of a page): the listing must still reach every live note (a short page is
+    # fine, a lost tail is not).
+    ws = tmp_path / "notes"
+    ws.mkdir()
+    for i in range(400):
+        (ws / f"n{i:03d}.md").write_text(f"# N{i}\nshared\n")
+    monkeypatch.setenv("FSNOTES_NO_WATCH", "1")
+    monkeypatch.setenv("FSNOTES_RESCAN_INTERVAL", "3600")
+    w = Wire(ws, tmp_path / "state")
+    try:
+        wait_complete(w)
+        for i in range(350):
+            os.unlink(ws / f"n{i:03d}.md")
+        live = [f"n{i:03d}.md" for i in range(350, 400)]
+        names: list[str] = []  # resources/list: pages of 100
+        params: dict[str, object] = {"_meta": meta()}
+        while True:
+            result = w.call("resources/list", params)["result"]
+            names += [r["name"] for r in result["resources"]]
+            if not result.get("nextCursor"):
+                break
+            params = {"_meta": meta(), "cursor": result["nextCursor"]}
+        assert names == live, names
+        # That listing re-checked the first 300; 50 deleted ones are still ahead.
+        paths: list[str] = []
+        cursor = None
+        while True:
+            more = {"cursor": cursor} if cursor else {}
+            page = ok(w, "notes_list", {"limit": 20, **more})
+            paths += [n["path"] for n in page["notes"]]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        assert paths == live, paths
+    finally:
+        w.close()
+
+
 def test_the_servers_own_writes_are_in_the_index_when_the_call_returns(
     quiet: tuple[Wire, Path],
 ) -> None:
