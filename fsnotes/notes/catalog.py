@@ -75,8 +75,11 @@ class IndexStatus:
 @dataclass(frozen=True)
 class Page:
     rows: list[Row]
-    more: bool  # another page follows the last row
+    more: bool  # another page follows ``last``
     status: IndexStatus
+    # The last note this page looked at, returned or dropped as stale: the next page starts
+    # after it (None: the page looked at nothing).
+    last: Components | None = None
 
 
 @dataclass(frozen=True)
@@ -191,14 +194,16 @@ class Catalog:
         with self._guard():
             for attempt in range(MAX_VERIFY_ROUNDS):
                 rows = self.index.page(folder, after, limit + 1, want)
-                stale = self._stale(rows[:limit])
+                checked = rows[:limit]  # the one more row only tells whether more follow
+                stale = self._stale(checked)
                 if not stale:
                     break
                 self._refresh(stale)
                 if attempt == MAX_VERIFY_ROUNDS - 1:
-                    rows = [r for r in rows if r not in stale]
+                    checked = [r for r in checked if r not in stale]
             status = self.status()
-        return Page(rows=rows[:limit], more=len(rows) > limit, status=status)
+        last = rows[:limit][-1].parts if rows else None
+        return Page(rows=checked, more=len(rows) > limit, status=status, last=last)
 
     def search(
         self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
