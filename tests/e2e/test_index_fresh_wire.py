@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -243,6 +244,38 @@ def test_external_changes_are_seen_by_the_rescan_interval_without_the_watcher(
         w.close()
     shown = {k: round(v, 2) for k, v in figures.items()}
     print(f"rescan every {RESCAN_INTERVAL_S} s, seconds until reflected:", shown)
+
+
+STRACE = shutil.which("strace")
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace is not installed (make sysdeps)")
+def test_watching_and_indexing_never_pass_a_path_below_the_workspace_to_the_kernel(
+    layout: tuple[Path, Path, Path],
+) -> None:
+    # Issue 11: whatever watches, reads go through sandbox.Root and no path string is
+    # resolved outside it. Traced: every file syscall of the server and its threads while
+    # it builds, watches new folders, re-checks hits and writes.
+    ws, state, staging = layout
+    trace = state.parent / "strace.txt"
+    argv = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(ws)]
+    argv += ["--state-dir", str(state), "--principal", "ada"]
+    traced = ["-f", "-qq", "-e", "trace=%file,inotify_add_watch", "-o", str(trace)]
+    w = Wire.spawn([str(STRACE), *traced, *argv])
+    try:
+        wait_complete(w)
+        for change in _changes(ws, staging):
+            change.apply()
+            took = wait_for(lambda c=change: c.seen(w), WATCH_BOUND_S * 2)  # type: ignore[misc]
+            assert took is not None, change.name
+        ok(w, "notes_create", {"path": "folder2/mine.md", "content": "mine\n"})
+    finally:
+        w.close()
+    lines = trace.read_text().splitlines()
+    below = [line for line in lines if f'"{ws}/' in line]
+    assert below == [], below[:5]
+    watches = [line for line in lines if "inotify_add_watch(" in line]
+    assert len(watches) >= 5 and all('"/proc/self/fd/' in line for line in watches), watches
 
 
 # --- never a stale hit ---------------------------------------------------------------------
