@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -172,16 +173,6 @@ def test_an_index_damaged_under_a_live_server_recovers(
         w.close()
 
 
-# --- a vault large enough for the first build to take seconds -----------------------------
-
-BIG = 4000
-
-
-@pytest.fixture(scope="session")
-def big_vault(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    return generated_vault(tmp_path_factory, BIG)
-
-
 # The real server with its bounded wait for the first build cut to nothing, so that a query
 # answers at once from what is indexed (the behaviour past the bound): what a second
 # process sees of a build while it runs.
@@ -193,6 +184,57 @@ NO_WAIT = (
     "sys.exit(main(sys.argv[1:]))\n"
 )
 NO_WAIT_LAUNCHER = [sys.executable, "-c", NO_WAIT]
+
+
+def _can_unshare_mounts() -> bool:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+# The real server (answering at once from what is indexed, see NO_WAIT below) with its state
+# dir on a 2 MiB tmpfs of a private mount namespace, nearly filled before it starts.
+SERVE_ON_FULL_STATE = (
+    'mount --make-rprivate / && mount -t tmpfs -o size=2m tmpfs "$3" && '
+    'head -c 1700000 /dev/zero > "$3/filler" && '
+    'exec "$2" -c "$4" serve --workspace "$1" --state-dir "$3" --principal ada'
+)
+
+
+def test_a_full_state_disk_is_not_taken_for_a_damaged_index(vault: Path, tmp_path: Path) -> None:
+    if not _can_unshare_mounts():
+        pytest.skip("needs `unshare -m` (root or user namespaces) to mount a small tmpfs")
+    state = tmp_path / "state"
+    state.mkdir()
+    argv = ["unshare", "-m", "sh", "-c", SERVE_ON_FULL_STATE, "sh"]
+    w = Wire.spawn([*argv, str(vault), sys.executable, str(state), NO_WAIT])
+    try:
+        inside = Path(f"/proc/{w.proc.pid}/root{state}")  # the tmpfs, as the server sees it
+        w.stderr_until("failed (database or disk is full)", timeout=20)
+        body = search(w, "common")  # an answer that says it is not complete, not an error
+        assert body["index"]["complete"] is False and "still being indexed" in str(body)
+        (inside / "filler").unlink()  # space again: the next rescan builds the index
+        deadline = time.monotonic() + 20
+        while not search(w, "common")["index"]["complete"]:
+            assert time.monotonic() < deadline, "no build after space was freed"
+            time.sleep(0.2)
+        _answers_right(w)
+        assert_no_sqlite_text(w)
+    finally:
+        err = w.close()
+    # A full disk is not damage: the index file was never deleted and rebuilt for it.
+    assert "damaged" not in err and "rebuilding" not in err, err
+
+
+# --- a vault large enough for the first build to take seconds -----------------------------
+
+BIG = 4000
+
+
+@pytest.fixture(scope="session")
+def big_vault(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    return generated_vault(tmp_path_factory, BIG)
 
 
 def _observe(w: Wire, until: float, seen: list[dict[str, Any]], errors: list[str]) -> None:
