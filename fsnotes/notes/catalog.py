@@ -36,6 +36,7 @@ from .index import (
     Document,
     IndexBusy,
     IndexCorrupt,
+    IndexUnwritable,
     NoteIndex,
     Row,
     key_of,
@@ -136,6 +137,12 @@ class Catalog:
     def _guard(self) -> Iterator[None]:
         try:
             yield
+        except IndexUnwritable as exc:
+            log.warning("search index of %r cannot be written: %s", self.name, exc)
+            raise CatalogUnavailable(
+                "The search index cannot be written (the state directory is full or not "
+                "writable); ask the person running fsnotes to check its log."
+            ) from None
         except IndexBusy:
             raise CatalogUnavailable(
                 "The search index is busy (another fsnotes process is writing it); try "

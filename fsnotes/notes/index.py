@@ -75,10 +75,25 @@ BODY_COLUMN = FTS_COLUMNS.index("body")
 TIER_COLUMNS = ("title", "path")
 
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+# Failures of the state directory, not of the file: rebuilding would not help (and on a full
+# disk would delete the index and fill the disk again, once a second).
+_SQLITE_ENVIRONMENT = (
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_NOMEM,
+)
 
 
 class IndexBusy(Exception):
     """Another connection held the index past the busy timeout; retry shortly."""
+
+
+class IndexUnwritable(IndexBusy):
+    """The state directory cannot take the index now (full, read-only, failing); retried
+    later like a busy index, never taken for damage."""
 
 
 class IndexCorrupt(Exception):
@@ -112,11 +127,14 @@ def subtree_range(folder: Components) -> tuple[str, str] | None:
 
 
 def classify(exc: sqlite3.Error) -> IndexBusy | IndexCorrupt:
-    """A busy/locked database is retryable; any other database error means the file is
-    unusable and is rebuilt (the index holds nothing that cannot be recomputed)."""
+    """A busy/locked database, or a state directory that cannot take it (full, read-only,
+    I/O errors), is retryable; any other database error means the file is unusable and is
+    rebuilt (the index holds nothing that cannot be recomputed)."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None and code & 0xFF in _SQLITE_BUSY:
         return IndexBusy(str(exc))
+    if code is not None and code & 0xFF in _SQLITE_ENVIRONMENT:
+        return IndexUnwritable(str(exc))
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return IndexBusy(str(exc))
     return IndexCorrupt(str(exc))
@@ -883,6 +901,7 @@ __all__ = [
     "Hit",
     "IndexBusy",
     "IndexCorrupt",
+    "IndexUnwritable",
     "NoteIndex",
     "Row",
     "key_of",
