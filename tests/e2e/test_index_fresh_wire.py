@@ -345,6 +345,28 @@ def test_a_search_right_after_an_external_change_never_returns_what_is_no_longer
     assert_no_sqlite_text(w)
 
 
+def test_completion_right_after_an_external_delete_never_offers_the_deleted_note(
+    quiet: tuple[Wire, Path],
+) -> None:
+    w, ws = quiet
+    os.unlink(ws / "deleted.md")
+    (ws / "retitled.md").unlink()
+    os.mkfifo(ws / "retitled.md")  # not a note any more either
+    template = ws.as_uri().rstrip("/") + "/{+path}"
+
+    def offered(prefix: str) -> dict[str, object]:
+        params = {
+            "_meta": meta(),
+            "ref": {"type": "ref/resource", "uri": template},
+            "argument": {"name": "path", "value": prefix},
+        }
+        return dict(w.call("completion/complete", params)["result"]["completion"])
+
+    assert offered("de")["values"] == []
+    assert offered("re") == {"values": ["replaced.md"], "hasMore": False, "total": 1}
+    assert offered("")["values"] == ["hammer.md", "inplace.md", "replaced.md"]
+
+
 def test_a_note_rewritten_over_and_over_is_never_found_by_its_old_words(
     quiet: tuple[Wire, Path],
 ) -> None:
