@@ -269,9 +269,21 @@ class Catalog:
         return rows
 
     def complete(self, prefix: str, limit: int) -> tuple[list[Components], int]:
-        """Note paths starting with ``prefix`` (case-insensitive), and how many there are."""
+        """Note paths starting with ``prefix`` (case-insensitive), and how many there are.
+        Each path offered is checked to still be a note (a stat through the Root); the ones
+        that are not are dropped from the index and from the answer."""
         with self._guard():
-            return self.index.paths_with_prefix(prefix.casefold(), limit)
+            paths, total = self.index.paths_with_prefix(prefix.casefold(), limit)
+            gone = [p for p in paths if not self._is_note(p)]
+            for parts in gone:
+                self.scanner.refresh(parts)
+        return [p for p in paths if p not in gone], total - len(gone)
+
+    def _is_note(self, parts: Components) -> bool:
+        try:
+            return self.store.root.stat(parts).kind == "file"
+        except sx.SandboxError:
+            return False
 
     def _stale(self, rows: Sequence[Row]) -> list[Row]:
         stale = []
