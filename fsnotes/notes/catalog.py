@@ -199,6 +199,9 @@ class Catalog:
         """Up to ``limit`` notes below ``folder`` (tag-filtered) in path order after ``after``."""
         want = tag.strip().lstrip("#").casefold() if tag else None
         with self._guard():
+            # Status first: an index said complete was complete before the rows were read
+            # (read after, a build finishing meanwhile would vouch for an older page).
+            status = self.status()
             for attempt in range(MAX_VERIFY_ROUNDS):
                 rows = self.index.page(folder, after, limit + 1, want)
                 checked = rows[:limit]  # the one more row only tells whether more follow
@@ -208,7 +211,6 @@ class Catalog:
                 self._refresh(stale)
                 if attempt == MAX_VERIFY_ROUNDS - 1:
                     checked = [r for r in checked if r not in stale]
-            status = self.status()
         last = rows[:limit][-1].parts if rows else None
         return Page(rows=checked, more=len(rows) > limit, status=status, last=last)
 
@@ -225,6 +227,7 @@ class Catalog:
             " AND ".join([to_match(list(terms), (column,)), *scoped]) for column in TIER_COLUMNS
         ]
         with self._guard():
+            status = self.status()  # first, as in page()
             for attempt in range(MAX_VERIFY_ROUNDS):
                 hits, matched = self.index.search(
                     match,
@@ -244,7 +247,6 @@ class Catalog:
                     hits = [h for h in hits if h.row not in stale]
             total = matched
             scanned = self.index.count(folder)
-            status = self.status()
         shown = ranking.scores([(h.score, h.tier) for h in hits])
         return Found(
             hits=[

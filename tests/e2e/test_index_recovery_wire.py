@@ -249,7 +249,7 @@ def _observe(w: Wire, until: float, seen: list[dict[str, Any]], errors: list[str
         seen.append(body)
         if body["index"]["complete"]:
             return
-        time.sleep(0.005)
+        time.sleep(0.01)
 
 
 def test_two_processes_build_once_and_read_consistently_meanwhile(
