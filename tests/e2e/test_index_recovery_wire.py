@@ -229,7 +229,7 @@ def test_a_full_state_disk_is_not_taken_for_a_damaged_index(vault: Path, tmp_pat
 
 # --- a vault large enough for the first build to take seconds -----------------------------
 
-BIG = 4000
+BIG = 3000
 
 
 @pytest.fixture(scope="session")
