@@ -74,8 +74,11 @@ class IndexStatus:
 @dataclass(frozen=True)
 class Page:
     rows: list[Row]
-    more: bool  # another page follows the last row
+    more: bool  # another page follows ``last``
     status: IndexStatus
+    # The last note this page looked at, returned or dropped as stale: the next page starts
+    # after it (None: the page looked at nothing).
+    last: Components | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,12 @@ class Catalog:
     def _guard(self) -> Iterator[None]:
         try:
             yield
+        except IndexUnavailable as exc:
+            log.warning("search index of %r cannot be used: %s", self.name, exc)
+            raise CatalogUnavailable(
+                f"The search index cannot be used right now ({exc}); ask the person running "
+                "fsnotes to check its state directory."
+            ) from None
         except IndexBusy:
             raise CatalogUnavailable(
                 "The search index is busy (another fsnotes process is writing it); try "
@@ -142,11 +151,6 @@ class Catalog:
             raise CatalogUnavailable(
                 'That query could not be run; search with plain words, "quoted phrases" or '
                 "prefix* only."
-            ) from None
-        except IndexUnavailable as exc:
-            raise CatalogUnavailable(
-                f"The search index cannot be used right now ({exc}); ask the person running "
-                "fsnotes to check its state directory."
             ) from None
         except IndexCorrupt as exc:
             log.warning("search index of %r is damaged (%s); rebuilding it", self.name, exc)
@@ -199,16 +203,20 @@ class Catalog:
         """Up to ``limit`` notes below ``folder`` (tag-filtered) in path order after ``after``."""
         want = tag.strip().lstrip("#").casefold() if tag else None
         with self._guard():
+            # Status first: an index said complete was complete before the rows were read
+            # (read after, a build finishing meanwhile would vouch for an older page).
+            status = self.status()
             for attempt in range(MAX_VERIFY_ROUNDS):
                 rows = self.index.page(folder, after, limit + 1, want)
-                stale = self._stale(rows[:limit])
+                checked = rows[:limit]  # the one more row only tells whether more follow
+                stale = self._stale(checked)
                 if not stale:
                     break
                 self._refresh(stale)
                 if attempt == MAX_VERIFY_ROUNDS - 1:
-                    rows = [r for r in rows if r not in stale]
-            status = self.status()
-        return Page(rows=rows[:limit], more=len(rows) > limit, status=status)
+                    checked = [r for r in checked if r not in stale]
+        last = rows[:limit][-1].parts if rows else None
+        return Page(rows=checked, more=len(rows) > limit, status=status, last=last)
 
     def search(
         self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
@@ -223,6 +231,7 @@ class Catalog:
             " AND ".join([to_match(list(terms), (column,)), *scoped]) for column in TIER_COLUMNS
         ]
         with self._guard():
+            status = self.status()  # first, as in page()
             for attempt in range(MAX_VERIFY_ROUNDS):
                 hits, matched = index_search.search(
                     self.index,
@@ -243,7 +252,6 @@ class Catalog:
                     hits = [h for h in hits if h.row not in stale]
             total = matched
             scanned = self.index.count(folder)
-            status = self.status()
         shown = ranking.scores([(h.score, h.tier) for h in hits])
         return Found(
             hits=[
@@ -268,9 +276,21 @@ class Catalog:
         return rows
 
     def complete(self, prefix: str, limit: int) -> tuple[list[Components], int]:
-        """Note paths starting with ``prefix`` (case-insensitive), and how many there are."""
+        """Note paths starting with ``prefix`` (case-insensitive), and how many there are.
+        Each path offered is checked to still be a note (a stat through the Root); the ones
+        that are not are dropped from the index and from the answer."""
         with self._guard():
-            return self.index.paths_with_prefix(prefix.casefold(), limit)
+            paths, total = self.index.paths_with_prefix(prefix.casefold(), limit)
+            gone = [p for p in paths if not self._is_note(p)]
+            for parts in gone:
+                self.scanner.refresh(parts)
+        return [p for p in paths if p not in gone], total - len(gone)
+
+    def _is_note(self, parts: Components) -> bool:
+        try:
+            return self.store.root.stat(parts).kind == "file"
+        except sx.SandboxError:
+            return False
 
     def _stale(self, rows: Sequence[Row]) -> list[Row]:
         stale = []

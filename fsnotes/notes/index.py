@@ -62,6 +62,16 @@ CREATE_LOCK_TIMEOUT_S = 30.0
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+# Failures of the state directory, not of the file: rebuilding would not help (and on a full
+# disk would delete the index and fill the disk again, once a second).
+_SQLITE_ENVIRONMENT = (
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_NOMEM,
+)
 
 
 class IndexProblem(Exception):
@@ -76,9 +86,10 @@ class IndexCorrupt(IndexProblem):
     """The index file cannot be used (damaged, not a database, wrong schema): rebuild it."""
 
 
-class IndexUnavailable(IndexProblem):
-    """The state directory cannot serve the index now (full disk, read-only, I/O error);
-    the message is one sentence without paths."""
+class IndexUnavailable(IndexBusy):
+    """The state directory cannot take the index now (full, read-only, failing): retried
+    later like a busy index, never taken for damage; the message is one sentence without
+    paths."""
 
 
 class QueryRejected(IndexProblem):
@@ -93,12 +104,16 @@ _UNAVAILABLE: dict[int, str] = {
     sqlite3.SQLITE_PERM: "the state directory may not be written",
     sqlite3.SQLITE_CANTOPEN: "the index file cannot be opened",
     sqlite3.SQLITE_IOERR: "the state directory's disk reported an I/O error",
+    sqlite3.SQLITE_NOMEM: "the server ran out of memory",
 }
 
 
 def classify(exc: sqlite3.Error) -> IndexProblem:
     """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
-    nothing that cannot be recomputed), unavailable (report), or a query FTS5 refused."""
+    nothing that cannot be recomputed), unavailable (retry later and report), or a query
+    FTS5 refused. Only what SQLite itself calls damage (a corrupt file, not a database, a
+    missing table) rebuilds: any other error, not foreseen here, is retried, never a reason
+    to throw the index away."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(exc)
@@ -110,7 +125,7 @@ def classify(exc: sqlite3.Error) -> IndexProblem:
         return IndexUnavailable(_UNAVAILABLE[primary])
     if text.startswith("fts5:") or "unterminated string" in text:
         return QueryRejected(text)
-    return IndexCorrupt(text)
+    return IndexUnavailable("the search index reported an unexpected error")
 
 
 class _Connections:
@@ -172,6 +187,10 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: consistent; a cache may lose
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # the last commits on power loss
+    # Statement journals and sorter spills stay in memory: on disk SQLite puts them in
+    # /var/tmp or /tmp, which the Landlock jail does not grant, and a batch of the build
+    # then fails with "unable to open database file" (the index rebuilt in a loop).
+    conn.execute("PRAGMA temp_store=MEMORY")
 
 
 class _Tx:
@@ -331,9 +350,7 @@ class NoteIndex:
         try:
             yield tx
             if tx.delta:
-                conn.execute(
-                    "UPDATE meta SET value = value + ? WHERE key = 'notes'", (tx.delta,)
-                )
+                conn.execute("UPDATE meta SET value = value + ? WHERE key = 'notes'", (tx.delta,))
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")

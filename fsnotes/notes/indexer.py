@@ -132,6 +132,8 @@ class _Entry:
     catalog: Catalog
     store: NoteStore
     last_scan: float | None = None  # monotonic time the last full rescan finished
+    failures: int = 0  # full rescans failed in a row (a full disk, say)
+    retry_at: float = 0.0  # monotonic time before which a failed rescan is not retried
 
 
 class Catalogs:
@@ -151,6 +153,9 @@ class Catalogs:
         self.source = source
         self.rescan_interval = rescan_interval
         self.watch = watch
+        # Read now: the server builds its catalogs before the Landlock jail goes up, and
+        # /proc/sys (the kernel's watch budget) is not readable inside it.
+        self.watch_budget = watch_budget()
         self.watcher: DirectoryWatcher | None = None
         self.watch_problem: str | None = None
         self._entries: dict[str, _Entry] = {}
@@ -235,7 +240,7 @@ class Catalogs:
             self.watch_problem = "turned off"
             return
         try:
-            self.watcher = DirectoryWatcher(watch_budget())
+            self.watcher = DirectoryWatcher(self.watch_budget)
         except WatchUnavailable as exc:
             self.watch_problem = str(exc)
             log.info(
@@ -324,34 +329,43 @@ class Catalogs:
             entry = self._entries.get(catalog.name)
         if entry is None or entry.catalog is not catalog:
             return False
+        if time.monotonic() < entry.retry_at:
+            return False
         if catalog.needs_scan or entry.last_scan is None:
             return True
         return time.monotonic() - entry.last_scan >= self.rescan_interval
 
     async def _rescan(self, catalog: Catalog) -> None:
         stop = threading.Event()
+        failed = False
         try:
             report = await anyio.to_thread.run_sync(
                 lambda: catalog.rescan(stop=stop.is_set), abandon_on_cancel=True
             )
         except (IndexProblem, OSError) as exc:
             log.warning("rescan of %r failed (%s); trying again later", catalog.name, exc)
-            report = None
+            report, failed = None, True
         except Exception as exc:  # housekeeping must never stop the server
             # The type only: an unexpected error's text could name a host path (a Root
             # closed under the scan says ValueError).
             log.warning("rescan of %r stopped: %s", catalog.name, type(exc).__name__)
-            report = None
+            report, failed = None, True
         finally:
             stop.set()  # a cancelled (abandoned) scan stops at its next folder or batch
+        now = time.monotonic()
         with self._lock:
             entry = self._entries.get(catalog.name)
-            if (
-                entry is not None
-                and entry.catalog is catalog
-                and (report is not None or not catalog.needs_scan)
-            ):
-                entry.last_scan = time.monotonic()
+            if entry is None or entry.catalog is not catalog:
+                return
+            if failed:
+                # Back off: a full disk or a failing directory is not fixed in a second, and
+                # every attempt lists the whole workspace again.
+                entry.failures += 1
+                entry.retry_at = now + min(2.0**entry.failures, self.rescan_interval)
+            else:
+                entry.failures, entry.retry_at = 0, 0.0
+            if report is not None or not catalog.needs_scan:
+                entry.last_scan = now
 
     def rescan_all(self) -> None:
         """Synchronous full rescans of every workspace (``fsnotes index``, tests)."""

@@ -36,7 +36,9 @@ class Term:
     prefix: bool = False
 
     def fts(self) -> str:
-        quoted = '"' + self.text.replace('"', '""') + '"'
+        # FTS5 reads its expression up to the first NUL: one inside a string would leave it
+        # unterminated (an SQLite error). NUL separates words like a space, so it becomes one.
+        quoted = '"' + self.text.replace('"', '""').replace("\x00", " ") + '"'
         return quoted + "*" if self.prefix else quoted
 
 

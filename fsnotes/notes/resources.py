@@ -80,9 +80,9 @@ class NotesResources:
                     f"Listing the notes of workspace '{ws.name}' failed: {exc}"
                 ) from None
             out.extend(_resource(ws, row) for row in page.rows)
+            if page.more and page.last:  # (short when stale rows were dropped)
+                return out, _encode(index, page.last)
             if len(out) == RESOURCES_PAGE:
-                if page.more:
-                    return out, _encode(index, page.rows[-1].parts)
                 if index + 1 < len(workspaces):
                     return out, _encode(index + 1, ())
                 return out, None

@@ -207,21 +207,29 @@ class Scanner:
         batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(PIPELINE_DEPTH)
         halt = threading.Event()
 
+        def put(item: _Batch | BaseException | None) -> bool:
+            while not halt.is_set():
+                try:
+                    batches.put(item, timeout=_QUEUE_POLL_S)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
         def produce() -> None:
+            # Ends with exactly one of: None (all read), the exception that stopped it, or
+            # nothing when the writer has halted (it no longer reads the queue).
             try:
                 for batch in self._batches(pending):
-                    while not halt.is_set():
-                        try:
-                            batches.put(batch, timeout=_QUEUE_POLL_S)
-                            break
-                        except queue.Full:
-                            continue
-                    if halt.is_set() or stop():
+                    if not put(batch):
+                        return
+                    if stop():
+                        put(_STOPPED)
                         return
             except BaseException as exc:  # handed to the writer, which raises it
-                batches.put(exc)
+                put(exc)
                 return
-            batches.put(None)
+            put(None)
 
         done = 0
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsnotes-scan") as reader:
@@ -231,6 +239,8 @@ class Scanner:
                     item = batches.get()
                     if item is None:
                         return True
+                    if item is _STOPPED:
+                        return False
                     if isinstance(item, BaseException):
                         raise item
                     if stop():
@@ -317,6 +327,13 @@ class Scanner:
             return True
         self.index.reject(rejects)
         return False
+
+
+class _Stopped(Exception):
+    """The reader saw ``stop()`` and read no further (a marker, never raised)."""
+
+
+_STOPPED = _Stopped()
 
 
 @dataclass

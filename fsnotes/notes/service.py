@@ -194,7 +194,7 @@ class NotesService:
         with _unavailable():
             page = catalog.page(loc.parts, after, limit, tag)
         notes = [_summary(ws, row) for row in page.rows]
-        next_cursor = encode_cursor(page.rows[-1].parts) if page.more and page.rows else None
+        next_cursor = encode_cursor(page.last) if page.more and page.last else None
         return {"notes": notes, "nextCursor": next_cursor, "index": index_info(page.status)}
 
     def notes_read(self, uri: str, start: int | None, end: int | None) -> dict[str, Any]:
