@@ -196,7 +196,8 @@ class Root:
       otherwise a walk opening one component at a time with ``O_PATH|O_NOFOLLOW|O_DIRECTORY``
       and comparing st_dev with the root's at each step. Both hold under concurrent renames:
       swapping a directory or file for a symlink mid-operation yields an error, never a file
-      outside (see ``tests/test_root_races.py``). ``FSNOTES_RESOLVER=walk`` forces the walk.
+      outside (see ``tests/sandbox/test_root_races.py``). ``FSNOTES_RESOLVER=walk`` forces
+      the walk.
     * Files are read with ``O_NOFOLLOW|O_NONBLOCK`` and ``fstat`` must then say regular file:
       FIFOs, sockets and devices are refused without blocking. Sizes are checked before
       reading and at most ``max_bytes + 1`` bytes are ever read. Files with more than one
