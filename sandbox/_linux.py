@@ -3,7 +3,7 @@
 ``openat2(2)`` (Linux 5.6+) has no wrapper in any CPython; ``renameat2(2)`` (Linux 3.15+)
 neither. Both are reached through glibc: ``renameat2`` as the libc function (glibc 2.28+)
 or the raw syscall, ``openat2`` as the raw syscall. Errors are raised as :class:`OSError`
-with the errno; the caller (:mod:`sandbox.root`) maps them to typed errors.
+with the errno; the caller (:mod:`sandbox._resolve`) maps them to typed errors.
 """
 
 from __future__ import annotations

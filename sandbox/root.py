@@ -4,40 +4,52 @@ Everything revolves around one open ``O_PATH`` descriptor on the workspace direc
 Paths arrive as component tuples already checked by layer 1 (:mod:`sandbox.uri`); they are
 resolved below that descriptor without following any symlink, and the operation then acts on
 the descriptor it resolved, never on a path string again.
+
+This module is the public API: the contract (:class:`Root`'s docstring and each method's),
+the value types, the policy constants and every method, which checks its arguments, counts
+itself in flight and hands the work to two private modules, as Go's ``os.Root`` keeps
+``root.go`` apart from the walk and the syscalls: :mod:`sandbox._resolve` (both resolvers,
+errno to typed error, opening and reading files, listing) and :mod:`sandbox._mutate` (temp
+files, no-replace renames, confirmed removes, the sweep). ``read`` and ``stat``, the hot
+paths, call the resolution functions directly, with no layer in between. It is longer than
+the ~600 lines a module here aims at because it is mostly that contract, kept in one place
+(about a third docstrings; the code is about 400 lines).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import os
-import re
-import secrets
 import stat
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal
 
-from sandbox import _linux
-from sandbox.errors import (
-    AlreadyExists,
-    DirectoryNotEmpty,
-    Escape,
-    HardLinked,
-    IdentityMismatch,
-    InvalidPath,
-    LimitExceeded,
-    NotADirectory,
-    NotARegularFile,
-    NotFound,
-    PermissionDenied,
-    SandboxError,
-    StorageError,
-    TooLarge,
+from sandbox import _linux, _mutate
+from sandbox._mutate import REMOVE_PREFIX, TEMP_PREFIX, is_leftover_name
+from sandbox._resolve import (
+    O_DIR_PATH,
+    O_DIR_READ,
+    RESOLVE,
+    Made,
+    check_leaf,
+    check_parts,
+    lstat_leaf,
+    open_dir,
+    open_read,
+    open_regular,
+    parent_dir,
+    raise_typed,
+    read_fd,
+    regular_stat,
+    rel_path,
+    release,
+    scan,
+    unmake_dirs,
+    walk,
 )
+from sandbox.errors import InvalidPath, NotADirectory, NotFound, StorageError
 
 __all__ = [
     "REMOVE_GRACE_S",
@@ -64,27 +76,15 @@ Kind = Literal["file", "dir", "symlink", "other"]
 # both ways so the fallback never rots); "openat2" insists on openat2 and fails if missing.
 RESOLVER_ENV = "FSNOTES_RESOLVER"
 
-# Hidden names for our own short-lived files, recognisable so listings can skip them and an
-# operator can tell what a leftover is (a crash between create and rename leaves one).
-TEMP_PREFIX = ".fsnotes-tmp-"
-REMOVE_PREFIX = ".fsnotes-rm-"
-# 64 random bits per name: O_EXCL catches a collision, and a few attempts make a repeated
-# one (or a name squatted by someone guessing) fail loudly instead of looping.
-_RANDOM_NAME_BYTES = 8
-_RANDOM_NAME_ATTEMPTS = 4
-# Exactly the names we make, and nothing else, are ever swept (remove_stale_temps): a temp
-# is the prefix and the random hex; a remove name also carries, after a '-', the inode
-# number (hex) of the file the person confirmed for deletion.
-_RANDOM_HEX = f"[0-9a-f]{{{2 * _RANDOM_NAME_BYTES}}}"
-_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + _RANDOM_HEX)
-_REMOVE_NAME = re.compile(re.escape(REMOVE_PREFIX) + _RANDOM_HEX + "-([0-9a-f]{1,16})")
+# Hidden names for our own short-lived files (TEMP_PREFIX, REMOVE_PREFIX) and the exact
+# pattern of those a sweep may remove (is_leftover_name) are defined beside the code that
+# makes and sweeps them, sandbox._mutate, and are part of this API.
+
 # create/update sweep the directory they write in at most this often per Root and
 # directory: a stale temp only appears when a process of ours dies mid-write, so once a
 # minute is plenty, and a burst of writes into one large directory pays one scandir, not
 # one each. The start-up sweep (fsnotes.notes.store) covers the whole workspace once.
 SWEEP_INTERVAL_S = 60.0
-# Directories remembered for that rate limit; the table is simply cleared when full.
-_SWEEP_MEMORY = 4096
 # A remove name younger than this may belong to a delete still running in another process
 # (which unlinks it itself within microseconds); only older ones are a killed delete's
 # leftover. Removing one early would be no loss (the person confirmed it), only a wrong
@@ -97,29 +97,6 @@ REMOVE_GRACE_S = 60.0
 # queue again). A holder taking longer is stuck: failing the request beats hanging it, and
 # flock itself has no timeout, hence LOCK_NB and polling.
 FLOCK_TIMEOUT_S = 10.0
-_FLOCK_POLL_S = 0.002
-
-# Reads past the size fstat reported (a growing file, or a filesystem whose st_size is not
-# exact) continue in chunks of this size until EOF or max_bytes + 1.
-_READ_CHUNK = 1 << 16
-
-_RESOLVE = (
-    _linux.RESOLVE_BENEATH
-    | _linux.RESOLVE_NO_SYMLINKS
-    | _linux.RESOLVE_NO_MAGICLINKS
-    | _linux.RESOLVE_NO_XDEV
-)
-_O_DIR_PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-_O_DIR_READ = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-# O_NONBLOCK: opening a FIFO for reading must not wait for a writer; fstat then refuses it.
-_O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_open_read = _linux.opener(_O_READ, _RESOLVE)
-_O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-# New files: 0o666 and new directories 0o777, both narrowed by the process umask, like
-# every other Unix program; temp files start private and get the original's bits by fchmod.
-_FILE_MODE = 0o666
-_DIR_MODE = 0o777
-_TEMP_MODE = 0o600
 
 
 # --- value types --------------------------------------------------------------------------
@@ -196,127 +173,9 @@ def _read_result(data: bytes, st: os.stat_result) -> ReadResult:
     return result
 
 
-def is_leftover_name(name: str) -> bool:
-    """Whether ``name`` is one of our own hidden temp or remove names (the exact pattern),
-    i.e. a candidate for :meth:`Root.remove_stale_temps` in the directory holding it."""
-    return _TEMP_NAME.fullmatch(name) is not None or _REMOVE_NAME.fullmatch(name) is not None
-
-
 def openat2_available() -> bool:
     """Whether openat2 works in this process (probed once, cached; for ``fsnotes doctor``)."""
     return _linux.openat2_available()
-
-
-# --- errors -------------------------------------------------------------------------------
-
-
-def _rel(parts: Components) -> str:
-    return "/".join(parts)
-
-
-def _raise(err: int | None, rel: str, action: str) -> NoReturn:
-    # "from None": the OSError behind it may carry a path; the typed error carries errno.
-    raise _typed(err, rel, action) from None
-
-
-def _typed(err: int | None, rel: str, action: str) -> SandboxError:
-    """The one place an errno becomes a typed error.
-
-    ``rel`` is the relative path the caller gave, the only path a message may name.
-    """
-    where = f"'{rel}'" if rel else "the workspace root"
-    head = f"cannot {action} {where}"
-    if err in (errno.ELOOP, errno.EXDEV):
-        # ELOOP: a symlink (or magic link) in some component; EXDEV: a mount crossing or a
-        # resolution leaving the root. Both mean the path does not stay inside.
-        return Escape(f"{head}: a symlink or mount point is in the path", errno=err)
-    if err == errno.ENOENT:
-        return NotFound(f"{head}: no such file or directory", errno=err)
-    if err == errno.EEXIST:
-        return AlreadyExists(f"{head}: the name is already taken", errno=err)
-    if err == errno.ENOTDIR:
-        return NotADirectory(f"{head}: a path component is not a directory", errno=err)
-    if err == errno.EISDIR:
-        return NotARegularFile(f"{head}: it is a directory", errno=err)
-    if err == errno.ENXIO:
-        # open() of a Unix socket, or of a device without a driver.
-        return NotARegularFile(f"{head}: it is not a regular file", errno=err)
-    if err == errno.ENOTEMPTY:
-        return DirectoryNotEmpty(f"{head}: the directory is not empty", errno=err)
-    if err in (errno.EACCES, errno.EPERM):
-        return PermissionDenied(f"{head}: permission denied", errno=err)
-    if err == errno.ENAMETOOLONG:
-        return InvalidPath(f"{head}: a name is too long", errno=err)
-    if err == errno.EFBIG:
-        return TooLarge(f"{head}: the file size limit was reached", errno=err)
-    if err == errno.EWOULDBLOCK:
-        return StorageError(f"{head}: the file is busy, try again", errno=err)
-    reason = os.strerror(err) if err is not None else "unknown error"
-    return StorageError(f"{head}: {reason}", errno=err)
-
-
-def _check_parts(parts: Components) -> Components:
-    """Defence in depth: layer 1 already guarantees this, Root must be safe on its own.
-
-    Every name must be a non-empty ``str`` without '/' or NUL and not '.' or '..'. The fast
-    path checks the joined string once; the slow path finds the culprit for the message.
-    """
-    if type(parts) is not tuple:
-        if not isinstance(parts, list):
-            raise InvalidPath("a path must be a tuple of names")
-        parts = tuple(parts)
-    if not parts:
-        return parts
-    try:
-        framed = "/" + "/".join(parts) + "/"
-    except TypeError:
-        raise InvalidPath("a path component must be a string") from None
-    if (
-        framed.count("/") == len(parts) + 1  # no '/' inside a name
-        and "//" not in framed  # no empty name
-        and "/./" not in framed
-        and "/../" not in framed
-        and "\0" not in framed
-    ):
-        return parts
-    for name in parts:
-        if not name or name == "." or name == ".." or "/" in name or "\0" in name:
-            raise InvalidPath(f"invalid path component {name!r}")
-    raise InvalidPath("invalid path")  # unreachable: the loop names the culprit
-
-
-def _check_leaf(parts: Components, action: str) -> Components:
-    parts = _check_parts(parts)
-    if not parts:
-        raise InvalidPath(f"cannot {action} the workspace root itself")
-    return parts
-
-
-def _lstat_at(dirfd: int, name: str) -> os.stat_result:
-    return os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-
-
-def _identity(st: os.stat_result) -> FileIdentity:
-    return FileIdentity(st.st_dev, st.st_ino)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _random_name(prefix: str) -> str:
-    return prefix + secrets.token_hex(_RANDOM_NAME_BYTES)
-
-
-def _fsync_dir(dirfd: int) -> None:
-    # fsync needs a real descriptor; an O_PATH one gives EBADF.
-    fd = os.open(".", _O_DIR_READ, dir_fd=dirfd)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Root:
@@ -337,7 +196,8 @@ class Root:
       otherwise a walk opening one component at a time with ``O_PATH|O_NOFOLLOW|O_DIRECTORY``
       and comparing st_dev with the root's at each step. Both hold under concurrent renames:
       swapping a directory or file for a symlink mid-operation yields an error, never a file
-      outside (see ``tests/test_root_races.py``). ``FSNOTES_RESOLVER=walk`` forces the walk.
+      outside (see ``tests/sandbox/test_root_races.py``). ``FSNOTES_RESOLVER=walk`` forces
+      the walk.
     * Files are read with ``O_NOFOLLOW|O_NONBLOCK`` and ``fstat`` must then say regular file:
       FIFOs, sockets and devices are refused without blocking. Sizes are checked before
       reading and at most ``max_bytes + 1`` bytes are ever read. Files with more than one
@@ -463,12 +323,12 @@ class Root:
                 raise NotADirectory(
                     "the workspace root is not a directory", errno=exc.errno
                 ) from None
-            _raise(exc.errno, "", "open")
+            raise_typed(exc.errno, "", "open")
         try:
             st = os.fstat(fd)
         except OSError as exc:
             os.close(fd)
-            _raise(exc.errno, "", "open")
+            raise_typed(exc.errno, "", "open")
         return cls(fd, st, resolver, allow_hardlinked_reads)
 
     def subroot(self, parts: Components) -> Root:
@@ -480,17 +340,17 @@ class Root:
         has its own descriptor and life cycle and inherits ``allow_hardlinked_reads``.
         ``parts`` must be non-empty: the root itself is not a sub-root.
         """
-        parts = _check_parts(parts)
+        parts = check_parts(parts)
         if not parts:
             raise InvalidPath("a sub-root needs a relative folder path")
         self._enter()
         try:
-            fd = self._open_dir(parts, _O_DIR_PATH, "open")
+            fd = open_dir(self, parts, O_DIR_PATH, "open")
             try:
                 st = os.fstat(fd)
             except OSError as exc:
                 os.close(fd)
-                _raise(exc.errno, _rel(parts), "open")
+                raise_typed(exc.errno, rel_path(parts), "open")
         finally:
             self._leave()
         return Root(fd, st, self._resolver, self._allow_hardlinked_reads)
@@ -552,230 +412,11 @@ class Root:
                 os.close(self._fd)
                 self._fd = -1
 
-    # --- resolution -----------------------------------------------------------------------
-
-    def _check_dev(self, fd_or_st: int | os.stat_result, parts: Components, action: str) -> None:
-        """The walk's stand-in for RESOLVE_NO_XDEV: a different st_dev means a mount."""
-        st = os.fstat(fd_or_st) if isinstance(fd_or_st, int) else fd_or_st
-        if st.st_dev != self._dev:
-            _raise(errno.EXDEV, _rel(parts), action)
-
-    def _open_child(self, dirfd: int, name: str, flags: int, parts: Components, action: str) -> int:
-        """Open one directory entry below ``dirfd`` without following it; ``parts`` is the
-        entry's full relative path, for messages."""
-        if self._resolver == "openat2":
-            try:
-                return _linux.openat2(dirfd, name, flags, _RESOLVE)
-            except OSError as exc:
-                _raise(exc.errno, _rel(parts), action)
-        try:
-            fd = os.open(name, flags | os.O_NOFOLLOW, dir_fd=dirfd)
-        except OSError as exc:
-            err = exc.errno
-            if err == errno.ENOTDIR:
-                # O_PATH|O_NOFOLLOW|O_DIRECTORY on a symlink says ENOTDIR, like on a file;
-                # tell the two apart for the message (the refusal itself is already done).
-                try:
-                    if stat.S_ISLNK(_lstat_at(dirfd, name).st_mode):
-                        err = errno.ELOOP
-                except OSError:
-                    pass
-            _raise(err, _rel(parts), action)
-        try:
-            self._check_dev(fd, parts, action)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _open_dir(self, parts: Components, flags: int, action: str) -> int:
-        """A descriptor on the directory ``parts`` (``()`` is the root), opened with ``flags``
-        (``_O_DIR_PATH`` or ``_O_DIR_READ``). With ``_O_DIR_PATH`` and ``()`` this returns the
-        root descriptor itself: release it with :meth:`_release`, never ``os.close``."""
-        if not parts:
-            if flags == _O_DIR_PATH:
-                return self._fd
-            try:
-                return os.open(".", flags, dir_fd=self._fd)
-            except OSError as exc:
-                _raise(exc.errno, "", action)
-        if self._resolver == "openat2":
-            try:
-                return _linux.openat2(self._fd, "/".join(parts), flags, _RESOLVE)
-            except OSError as exc:
-                _raise(exc.errno, _rel(parts), action)
-        cur = self._fd
-        last = len(parts) - 1
-        try:
-            for i, name in enumerate(parts):
-                nxt = self._open_child(
-                    cur, name, flags if i == last else _O_DIR_PATH, parts[: i + 1], action
-                )
-                if cur != self._fd:
-                    os.close(cur)
-                cur = nxt
-        except BaseException:
-            if cur != self._fd:
-                os.close(cur)
-            raise
-        return cur
-
-    def _release(self, fd: int) -> None:
-        if fd != self._fd:
-            os.close(fd)
-
-    def _make_dirs(
-        self, parts: Components, action: str, made: list[tuple[Components, FileIdentity]]
-    ) -> int:
-        """``mkdir -p``: an O_PATH descriptor on ``parts``, creating missing directories one
-        step at a time, each opened without following links before going further. Each
-        directory this call created is appended to ``made`` (path, identity), shallowest
-        first, so that a failure later can take exactly those back (:meth:`_unmake_dirs`)."""
-        cur = self._fd
-        try:
-            for i, name in enumerate(parts):
-                sub = parts[: i + 1]
-                try:
-                    nxt = self._open_child(cur, name, _O_DIR_PATH, sub, action)
-                except NotFound:
-                    created = True
-                    try:
-                        os.mkdir(name, _DIR_MODE, dir_fd=cur)
-                    except FileExistsError:
-                        created = False  # made meanwhile by someone else: open what is there
-                    except OSError as exc:
-                        _raise(exc.errno, _rel(sub), action)
-                    nxt = self._open_child(cur, name, _O_DIR_PATH, sub, action)
-                    if created:
-                        try:
-                            made.append((sub, _identity(os.fstat(nxt))))
-                        except OSError as exc:
-                            os.close(nxt)
-                            _raise(exc.errno, _rel(sub), action)
-                if cur != self._fd:
-                    os.close(cur)
-                cur = nxt
-        except BaseException:
-            if cur != self._fd:
-                os.close(cur)
-            raise
-        return cur
-
-    def _unmake_dirs(self, made: list[tuple[Components, FileIdentity]]) -> None:
-        """Best effort, after a failed operation: remove the directories it created, deepest
-        first, each only if it is still the inode made and still empty (``rmdir`` never
-        removes content). Stops at the first one that cannot go: its parents hold it.
-
-        The identity check and the rmdir are two steps: an *empty* directory swapped in
-        between (by someone with write access, in microseconds) would be removed instead.
-        """
-        for sub, identity in reversed(made):
-            try:
-                parent = self._open_dir(sub[:-1], _O_DIR_PATH, "clean up")
-            except SandboxError:
-                return
-            try:
-                st = _lstat_at(parent, sub[-1])
-                if not stat.S_ISDIR(st.st_mode) or _identity(st) != identity:
-                    return
-                os.rmdir(sub[-1], dir_fd=parent)
-            except OSError:
-                return  # not empty any more (someone wrote there), or gone: leave the rest
-            finally:
-                self._release(parent)
-
-    def _parent(
-        self,
-        parts: Components,
-        make_parents: bool,
-        action: str,
-        made: list[tuple[Components, FileIdentity]] | None = None,
-    ) -> int:
-        if make_parents:
-            return self._make_dirs(parts[:-1], action, [] if made is None else made)
-        return self._open_dir(parts[:-1], _O_DIR_PATH, action)
-
-    def _lstat_leaf(self, dirfd: int, parts: Components, action: str) -> os.stat_result:
-        try:
-            st = _lstat_at(dirfd, parts[-1])
-        except OSError as exc:
-            _raise(exc.errno, _rel(parts), action)
-        if self._resolver == "walk" and not stat.S_ISLNK(st.st_mode):
-            self._check_dev(st, parts, action)
-        return st
-
-    def _open_regular(
-        self, dirfd: int, parts: Components, action: str, *, hardlinks_ok: bool
-    ) -> tuple[int, os.stat_result]:
-        """Open the regular file ``parts[-1]`` below its parent ``dirfd`` for reading."""
-        try:
-            if self._resolver == "openat2":
-                fd = _open_read(dirfd, parts[-1])
-            else:
-                fd = os.open(parts[-1], _O_READ, dir_fd=dirfd)
-        except OSError as exc:
-            _raise(exc.errno, _rel(parts), action)
-        return fd, self._regular_stat(fd, parts, action, hardlinks_ok)
-
-    def _regular_stat(
-        self, fd: int, parts: Components, action: str, hardlinks_ok: bool
-    ) -> os.stat_result:
-        """fstat the freshly opened ``fd``, which must be a regular file; closes it if not."""
-        try:
-            st = os.fstat(fd)
-            if self._resolver == "walk":
-                self._check_dev(st, parts, action)
-            if not stat.S_ISREG(st.st_mode):
-                what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-                raise NotARegularFile(f"cannot {action} '{_rel(parts)}': it is {what}")
-            if st.st_nlink > 1 and not hardlinks_ok:
-                raise HardLinked(
-                    f"cannot {action} '{_rel(parts)}': the file has {st.st_nlink} hard links "
-                    "and may be shared with a file outside the workspace"
-                )
-        except BaseException:
-            os.close(fd)
-            raise
-        return st
-
-    @staticmethod
-    def _read_fd(fd: int, st: os.stat_result, max_bytes: int, parts: Components) -> bytes:
-        size = st.st_size
-        if size > max_bytes:
-            raise TooLarge(
-                f"cannot read '{_rel(parts)}': {size} bytes is over the limit of {max_bytes}"
-            )
-        # Ask for one byte more than fstat said (size + 1 <= max_bytes + 1): getting exactly
-        # size bytes back is EOF on a local filesystem, the common case, in one syscall.
-        try:
-            chunk = os.read(fd, size + 1)
-        except OSError as exc:
-            _raise(exc.errno, _rel(parts), "read")
-        if len(chunk) == size:
-            return chunk
-        # The file grew or shrank since fstat, or the filesystem returned a short read:
-        # read on until EOF, never more than max_bytes + 1 bytes in total.
-        limit = max_bytes + 1
-        chunks = [chunk]
-        total = len(chunk)
-        while chunk and total <= max_bytes:
-            try:
-                chunk = os.read(fd, min(_READ_CHUNK, limit - total))
-            except OSError as exc:
-                _raise(exc.errno, _rel(parts), "read")
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > max_bytes:
-            raise TooLarge(
-                f"cannot read '{_rel(parts)}': it grew past the limit of {max_bytes} bytes"
-            )
-        return b"".join(chunks)
-
-    # --- operations -----------------------------------------------------------------------
+    # --- reading --------------------------------------------------------------------------
 
     def stat(self, parts: Components) -> FileInfo:
         """Information about ``parts`` without following it (``()`` is the root itself)."""
-        parts = _check_parts(parts)
+        parts = check_parts(parts)
         self._enter()
         try:
             if not parts:
@@ -788,19 +429,19 @@ class Root:
                         self._fd,
                         "/".join(parts),
                         os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
-                        _RESOLVE,
+                        RESOLVE,
                     )
                 except OSError as exc:
-                    _raise(exc.errno, _rel(parts), "stat")
+                    raise_typed(exc.errno, rel_path(parts), "stat")
                 try:
                     return _info(os.fstat(fd))
                 finally:
                     os.close(fd)
-            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "stat")
+            parent = open_dir(self, parts[:-1], O_DIR_PATH, "stat")
             try:
-                return _info(self._lstat_leaf(parent, parts, "stat"))
+                return _info(lstat_leaf(self, parent, parts, "stat"))
             finally:
-                self._release(parent)
+                release(self, parent)
         finally:
             self._leave()
 
@@ -809,14 +450,14 @@ class Root:
         with a descriptor on it (for ``inotify_add_watch`` through ``/proc/self/fd/N``, so a
         watch lands on the directory layer 2 resolved, never on a path re-resolved by name).
         The descriptor is closed when ``add`` returns; ``add``'s result is returned."""
-        parts = _check_parts(parts)
+        parts = check_parts(parts)
         self._enter()
         try:
-            fd = self._open_dir(parts, _O_DIR_PATH, "watch")
+            fd = open_dir(self, parts, O_DIR_PATH, "watch")
             try:
                 return add(fd, mask)
             finally:
-                self._release(fd)
+                release(self, fd)
         finally:
             self._leave()
 
@@ -828,7 +469,7 @@ class Root:
         FIFOs, sockets and devices (without blocking), :class:`HardLinked` for files with
         several links unless the Root allows them, :class:`Escape` for symlinks.
         """
-        parts = _check_leaf(parts, "read")
+        parts = check_leaf(parts, "read")
         if max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
         self._enter()
@@ -837,22 +478,72 @@ class Root:
             if self._resolver == "openat2":
                 # The whole path in one openat2 call: the cheapest contained open.
                 try:
-                    fd = _open_read(self._fd, "/".join(parts))
+                    fd = open_read(self._fd, "/".join(parts))
                 except OSError as exc:
-                    _raise(exc.errno, _rel(parts), "read")
-                st = self._regular_stat(fd, parts, "read", hardlinks_ok)
+                    raise_typed(exc.errno, rel_path(parts), "read")
+                st = regular_stat(self, fd, parts, "read", hardlinks_ok)
             else:
-                parent = self._open_dir(parts[:-1], _O_DIR_PATH, "read")
+                parent = open_dir(self, parts[:-1], O_DIR_PATH, "read")
                 try:
-                    fd, st = self._open_regular(parent, parts, "read", hardlinks_ok=hardlinks_ok)
+                    fd, st = open_regular(self, parent, parts, "read", hardlinks_ok=hardlinks_ok)
                 finally:
-                    self._release(parent)
+                    release(self, parent)
             try:
-                return _read_result(self._read_fd(fd, st, max_bytes, parts), st)
+                return _read_result(read_fd(fd, st, max_bytes, parts), st)
             finally:
                 os.close(fd)
         finally:
             self._leave()
+
+    # Tests drive the short-read loop directly on a descriptor they control.
+    _read_fd = staticmethod(read_fd)
+
+    def listdir(self, parts: Components, *, max_entries: int | None = None) -> list[DirEntry]:
+        """The entries of the directory ``parts``, sorted by name, with lstat information
+        (symlinks are reported as ``kind="symlink"``, never followed). With ``max_entries``,
+        :class:`LimitExceeded` as soon as the directory turns out to hold more names."""
+        parts = check_parts(parts)
+        self._enter()
+        try:
+            fd = open_dir(self, parts, O_DIR_READ, "list")
+            try:
+                return [DirEntry(name, _info(st)) for name, st in scan(fd, parts, max_entries)]
+            finally:
+                os.close(fd)
+        finally:
+            self._leave()
+
+    def walk(
+        self, parts: Components = (), *, max_entries: int, max_depth: int
+    ) -> Iterator[tuple[Components, FileInfo]]:
+        """Depth-first, names sorted: every entry below the directory ``parts``, with paths
+        relative to it. Directories are yielded before their content; symlinks are yielded
+        with ``kind="symlink"`` and never entered; mount points and directories that changed
+        under the walk (swapped for a link, removed) are yielded but not entered.
+
+        Raises :class:`LimitExceeded` as soon as more than ``max_entries`` entries would be
+        yielded or an entry lies deeper than ``max_depth`` components. Built from directory
+        descriptors only (at most ``max_depth + 1`` open at once); close or exhaust the
+        iterator to release them.
+        """
+        parts = check_parts(parts)
+        if max_entries < 0 or max_depth < 0:
+            raise ValueError("max_entries and max_depth must be >= 0")
+        return self._walk(parts, max_entries, max_depth)
+
+    def _walk(
+        self, parts: Components, max_entries: int, max_depth: int
+    ) -> Iterator[tuple[Components, FileInfo]]:
+        self._enter()
+        entries = walk(self, parts, max_entries, max_depth)
+        try:
+            for path, st in entries:
+                yield path, _info(st)
+        finally:
+            entries.close()  # its descriptors first, then the Root may close
+            self._leave()
+
+    # --- writing --------------------------------------------------------------------------
 
     def create(self, parts: Components, data: bytes, *, make_parents: bool = False) -> FileInfo:
         """Create the new file ``parts`` with ``data``; fails if the name is taken in any way.
@@ -866,104 +557,24 @@ class Root:
         again by the no-replace rename); nothing is created at a symlink's target.
         ``make_parents`` creates missing parent directories, each step checked; if the
         create then fails, the directories this call made are removed again (see
-        :meth:`_unmake_dirs`).
+        :func:`sandbox._resolve.unmake_dirs`).
         """
-        parts = _check_leaf(parts, "create")
+        parts = check_leaf(parts, "create")
         self._enter()
         try:
-            made: list[tuple[Components, FileIdentity]] = []
+            made: Made = []
             try:
-                parent = self._parent(parts, make_parents, "create", made)
+                parent = parent_dir(self, parts, make_parents, "create", made)
                 try:
-                    self._sweep_if_due(parent, parts[:-1])
-                    return self._create_in(parent, parts, data)
+                    _mutate.sweep_if_due(self, parent, parts[:-1], SWEEP_INTERVAL_S, REMOVE_GRACE_S)
+                    return _info(_mutate.create_in(parent, parts, data))
                 finally:
-                    self._release(parent)
+                    release(self, parent)
             except BaseException:
-                self._unmake_dirs(made)
+                unmake_dirs(self, made)
                 raise
         finally:
             self._leave()
-
-    def _create_in(self, parent: int, parts: Components, data: bytes) -> FileInfo:
-        name = parts[-1]
-        rel = _rel(parts)
-        # Fail before writing megabytes when the name is visibly taken; the no-replace
-        # rename below is what makes the refusal certain.
-        try:
-            _lstat_at(parent, name)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            _raise(exc.errno, rel, "create")
-        else:
-            _raise(errno.EEXIST, rel, "create")
-        tmp, tfd = self._open_temp(parent, parts, "create", _FILE_MODE)
-        placed = False
-        try:
-            try:
-                _write_all(tfd, data)
-                os.fsync(tfd)
-            except OSError as exc:
-                _raise(exc.errno, rel, "create")
-            self._check_temp(parent, tmp, tfd, rel, "create")
-            self._place_new(parent, tmp, name, rel)
-            placed = True
-            try:
-                st = os.fstat(tfd)
-                _fsync_dir(parent)
-            except OSError as exc:
-                _raise(exc.errno, rel, "create")
-            return _info(st)
-        finally:
-            if not placed:
-                self._unlink_if_same(parent, tmp, tfd)
-            os.close(tfd)  # releases the temp file's flock
-
-    @staticmethod
-    def _check_temp(parent: int, tmp: str, tfd: int, rel: str, action: str) -> None:
-        """The temp name must still be the inode we wrote (nobody else knows the name, but
-        anyone who can write the directory could swap it); microseconds before the rename."""
-        try:
-            same = _identity(_lstat_at(parent, tmp)) == _identity(os.fstat(tfd))
-        except OSError as exc:
-            _raise(exc.errno, rel, action)
-        if not same:
-            raise IdentityMismatch(
-                f"cannot {action} '{rel}': its temporary file was replaced while being "
-                "written; nothing was written"
-            )
-
-    @staticmethod
-    def _place_new(parent: int, tmp: str, name: str, rel: str) -> None:
-        """Give the temp file ``tmp`` the name ``name`` in the same directory, never replacing
-        whatever holds ``name`` (EEXIST becomes :class:`AlreadyExists`)."""
-        try:
-            _linux.renameat2(parent, tmp, parent, name, _linux.RENAME_NOREPLACE)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSYS, errno.EINVAL):
-                _raise(exc.errno, rel, "create")
-        # No renameat2, or a filesystem refusing RENAME_NOREPLACE: link() never replaces.
-        # A crash between link and unlink leaves the complete note plus its temp name, which
-        # the stale-temp sweep removes (the note keeps its own name); filesystems without
-        # hard links refuse with an error and nothing is created.
-        try:
-            os.link(tmp, name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
-        except OSError as exc:
-            _raise(exc.errno, rel, "create")
-        # The note is in place either way; an extra name left here is swept later.
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=parent)
-
-    @staticmethod
-    def _unlink_if_same(dirfd: int, name: str, fd: int) -> None:
-        """Best-effort cleanup: remove ``name`` only if it is still the inode behind ``fd``."""
-        try:
-            if _identity(os.fstat(fd)) == _identity(_lstat_at(dirfd, name)):
-                os.unlink(name, dir_fd=dirfd)
-        except OSError:
-            pass
 
     def update(
         self, parts: Components, transform: Callable[[ReadResult], bytes], *, max_bytes: int
@@ -982,138 +593,28 @@ class Root:
         that do not take flock are not excluded, but the identity check refuses to overwrite
         a file they replaced before our check.
         """
-        parts = _check_leaf(parts, "update")
+        parts = check_leaf(parts, "update")
         if max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
         self._enter()
         try:
-            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "update")
+            parent = open_dir(self, parts[:-1], O_DIR_PATH, "update")
             try:
                 # First: a leftover temp name may be a second link of this very note (see
-                # _place_new), which would make it look hard-linked and refused.
-                self._sweep_if_due(parent, parts[:-1])
-                return self._update_in(parent, parts, transform, max_bytes)
+                # _mutate._place_new), which would make it look hard-linked and refused.
+                _mutate.sweep_if_due(self, parent, parts[:-1], SWEEP_INTERVAL_S, REMOVE_GRACE_S)
+                fd, st = _mutate.lock_current(self, parent, parts, FLOCK_TIMEOUT_S)
+                try:  # closing fd releases the flock
+                    data = transform(_read_result(read_fd(fd, st, max_bytes, parts), st))
+                    if not isinstance(data, bytes):
+                        raise TypeError("transform must return bytes")
+                    return _info(_mutate.write_over(parent, parts, st, data))
+                finally:
+                    os.close(fd)
             finally:
-                self._release(parent)
+                release(self, parent)
         finally:
             self._leave()
-
-    def _lock_current(self, parent: int, parts: Components) -> tuple[int, os.stat_result]:
-        """Open and flock the file now at ``parts[-1]``, making sure the lock is on the inode
-        the name refers to after locking (a previous holder may have renamed over it)."""
-        name = parts[-1]
-        deadline = time.monotonic() + FLOCK_TIMEOUT_S
-        while True:
-            fd, st = self._open_regular(parent, parts, "update", hardlinks_ok=False)
-            try:
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            _raise(errno.EWOULDBLOCK, _rel(parts), "update")
-                        time.sleep(_FLOCK_POLL_S)
-                    except OSError as exc:
-                        _raise(exc.errno, _rel(parts), "update")
-                try:
-                    now = _lstat_at(parent, name)
-                except OSError as exc:
-                    _raise(exc.errno, _rel(parts), "update")
-                if _identity(now) == _identity(st):
-                    return fd, os.fstat(fd)  # fstat again: the holder before us may have written
-            except BaseException:
-                os.close(fd)
-                raise
-            os.close(fd)  # locked a file that was renamed over meanwhile: queue on the new one
-            if time.monotonic() > deadline:
-                _raise(errno.EWOULDBLOCK, _rel(parts), "update")
-
-    def _update_in(
-        self,
-        parent: int,
-        parts: Components,
-        transform: Callable[[ReadResult], bytes],
-        max_bytes: int,
-    ) -> FileInfo:
-        name = parts[-1]
-        rel = _rel(parts)
-        fd, st = self._lock_current(parent, parts)
-        try:  # closing fd releases the flock
-            current = _read_result(self._read_fd(fd, st, max_bytes, parts), st)
-            data = transform(current)
-            if not isinstance(data, bytes):
-                raise TypeError("transform must return bytes")
-            tmp, tfd = self._open_temp(parent, parts, "update", _TEMP_MODE)
-            renamed = False
-            try:
-                try:
-                    os.fchmod(tfd, stat.S_IMODE(st.st_mode) & 0o777)
-                    _write_all(tfd, data)
-                    os.fsync(tfd)
-                except OSError as exc:
-                    _raise(exc.errno, rel, "update")
-                try:
-                    now = _lstat_at(parent, name)
-                except OSError as exc:
-                    _raise(exc.errno, rel, "update")
-                if _identity(now) != _identity(st):
-                    raise IdentityMismatch(
-                        f"cannot update '{rel}': it was replaced by another file while being "
-                        "updated; nothing was written"
-                    )
-                try:
-                    os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
-                except OSError as exc:
-                    _raise(exc.errno, rel, "update")
-                renamed = True
-                try:
-                    new = os.fstat(tfd)
-                    _fsync_dir(parent)
-                except OSError as exc:
-                    _raise(exc.errno, rel, "update")
-                return _info(new)
-            finally:
-                if not renamed:
-                    self._unlink_if_same(parent, tmp, tfd)
-                os.close(tfd)
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _open_temp(parent: int, parts: Components, action: str, mode: int) -> tuple[str, int]:
-        """A new hidden temp file in ``parent``, opened for writing and ``flock``-ed.
-
-        The exclusive flock, held until the descriptor is closed (after the rename or the
-        unlink), is what tells :meth:`remove_stale_temps` in any process that the file is
-        live. It can only be taken after the file exists, so a sweeper may get between the
-        two and remove the brand-new file: the name is then checked to still be our inode
-        once the lock is held, and a fresh name is tried if it is not.
-        """
-        for _ in range(_RANDOM_NAME_ATTEMPTS):
-            tmp = _random_name(TEMP_PREFIX)
-            try:
-                fd = os.open(tmp, _O_CREATE, mode, dir_fd=parent)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                _raise(exc.errno, _rel(parts), action)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                if _identity(_lstat_at(parent, tmp)) == _identity(os.fstat(fd)):
-                    return tmp, fd
-            except (BlockingIOError, FileNotFoundError):
-                pass  # a sweeper holds it or took it: it removes that one, we take another
-            except OSError as exc:
-                Root._unlink_if_same(parent, tmp, fd)
-                os.close(fd)
-                _raise(exc.errno, _rel(parts), action)
-            except BaseException:
-                Root._unlink_if_same(parent, tmp, fd)
-                os.close(fd)
-                raise
-            os.close(fd)
-        _raise(errno.EEXIST, _rel(parts), action)
 
     def replace(self, parts: Components, data: bytes, *, max_bytes: int) -> FileInfo:
         """Atomically replace the existing file ``parts`` with ``data`` (see :meth:`update`;
@@ -1144,271 +645,46 @@ class Root:
         A writer of an older fsnotes version takes no lock on its temp file, so a sweep
         running during such a writer's rename can make that write fail (never lose data).
         """
-        parts = _check_parts(parts)
+        parts = check_parts(parts)
         self._enter()
         try:
-            fd = self._open_dir(parts, _O_DIR_READ, "clean up")
+            fd = open_dir(self, parts, O_DIR_READ, "clean up")
             try:
-                return self._sweep(fd, parts)
+                return _mutate.sweep(self, fd, parts, REMOVE_GRACE_S)
             finally:
                 os.close(fd)
         finally:
             self._leave()
-
-    def _sweep_if_due(self, parent: int, parts: Components) -> None:
-        """The writers' sweep of the directory they wrote in: best effort, rate-limited to one
-        per :data:`SWEEP_INTERVAL_S` per directory, never failing the write."""
-        try:
-            st = os.fstat(parent)
-        except OSError:
-            return
-        key = (st.st_dev, st.st_ino)
-        now = time.monotonic()
-        with self._lock:
-            last = self._swept.get(key)
-            if last is not None and now - last < SWEEP_INTERVAL_S:
-                return
-            if len(self._swept) >= _SWEEP_MEMORY:
-                self._swept.clear()
-            self._swept[key] = now
-        try:
-            fd = os.open(".", _O_DIR_READ, dir_fd=parent)
-        except OSError:
-            return
-        try:
-            self._sweep(fd, parts)
-        except (OSError, SandboxError):
-            pass
-        finally:
-            os.close(fd)
-
-    def _sweep(self, dirfd: int, parts: Components) -> int:
-        try:
-            with os.scandir(dirfd) as it:  # scandir dups fd and closes its copy
-                names = [e.name for e in it if e.name.startswith((TEMP_PREFIX, REMOVE_PREFIX))]
-        except OSError as exc:
-            _raise(exc.errno, _rel(parts), "clean up")
-        removed = 0
-        for name in names:
-            if _TEMP_NAME.fullmatch(name):
-                removed += self._remove_stale_temp(dirfd, parts, name)
-            elif (match := _REMOVE_NAME.fullmatch(name)) is not None:
-                removed += self._remove_confirmed_leftover(dirfd, name, int(match[1], 16))
-        return removed
-
-    def _remove_stale_temp(self, dirfd: int, parts: Components, name: str) -> bool:
-        try:
-            fd, st = self._open_regular(dirfd, (*parts, name), "clean up", hardlinks_ok=True)
-        except SandboxError:
-            return False  # a symlink, FIFO, directory, mount, unreadable, or gone
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return False  # a live writer holds it
-            try:
-                if _identity(_lstat_at(dirfd, name)) != _identity(st):
-                    return False
-                os.unlink(name, dir_fd=dirfd)
-            except OSError:
-                return False
-            return True
-        finally:
-            os.close(fd)  # releases our lock
-
-    def _remove_confirmed_leftover(self, dirfd: int, name: str, ino: int) -> bool:
-        try:
-            st = _lstat_at(dirfd, name)
-        except OSError:
-            return False
-        if not stat.S_ISREG(st.st_mode) or st.st_ino != ino:
-            return False  # deliberately left by remove(), or not ours at all
-        if self._resolver == "walk" and st.st_dev != self._dev:
-            return False
-        if time.time() - st.st_ctime < REMOVE_GRACE_S:
-            return False  # a delete in flight may still unlink it itself
-        try:
-            os.unlink(name, dir_fd=dirfd)
-        except OSError:
-            return False
-        return True
-
-    def listdir(self, parts: Components, *, max_entries: int | None = None) -> list[DirEntry]:
-        """The entries of the directory ``parts``, sorted by name, with lstat information
-        (symlinks are reported as ``kind="symlink"``, never followed). With ``max_entries``,
-        :class:`LimitExceeded` as soon as the directory turns out to hold more names."""
-        parts = _check_parts(parts)
-        self._enter()
-        try:
-            fd = self._open_dir(parts, _O_DIR_READ, "list")
-            try:
-                return self._scan(fd, parts, max_entries)
-            finally:
-                os.close(fd)
-        finally:
-            self._leave()
-
-    @staticmethod
-    def _scan(fd: int, parts: Components, limit: int | None) -> list[DirEntry]:
-        """Sorted entries of the open directory ``fd``; LimitExceeded past ``limit`` names."""
-        names: list[str] = []
-        try:
-            with os.scandir(fd) as it:  # scandir dups fd and closes its copy
-                for entry in it:
-                    names.append(entry.name)
-                    if limit is not None and len(names) > limit:
-                        raise LimitExceeded(
-                            f"cannot walk '{_rel(parts)}': more entries than the limit"
-                        )
-        except OSError as exc:
-            _raise(exc.errno, _rel(parts), "list")
-        names.sort()
-        out: list[DirEntry] = []
-        for name in names:
-            try:
-                st = _lstat_at(fd, name)
-            except FileNotFoundError:
-                continue  # removed since it was listed
-            except OSError as exc:
-                _raise(exc.errno, _rel((*parts, name)), "list")
-            out.append(DirEntry(name, _info(st)))
-        return out
-
-    def walk(
-        self, parts: Components = (), *, max_entries: int, max_depth: int
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        """Depth-first, names sorted: every entry below the directory ``parts``, with paths
-        relative to it. Directories are yielded before their content; symlinks are yielded
-        with ``kind="symlink"`` and never entered; mount points and directories that changed
-        under the walk (swapped for a link, removed) are yielded but not entered.
-
-        Raises :class:`LimitExceeded` as soon as more than ``max_entries`` entries would be
-        yielded or an entry lies deeper than ``max_depth`` components. Built from directory
-        descriptors only (at most ``max_depth + 1`` open at once); close or exhaust the
-        iterator to release them.
-        """
-        parts = _check_parts(parts)
-        if max_entries < 0 or max_depth < 0:
-            raise ValueError("max_entries and max_depth must be >= 0")
-        return self._walk(parts, max_entries, max_depth)
-
-    def _walk(
-        self, parts: Components, max_entries: int, max_depth: int
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        self._enter()
-        # Each frame: an open directory, its path, and its entries still to visit, reversed
-        # so that pop() takes the next name in sorted order.
-        stack: list[tuple[int, Components, list[DirEntry]]] = []
-        try:
-            top = self._open_dir(parts, _O_DIR_READ, "walk")
-            count = 0
-            try:
-                stack.append((top, (), self._scan(top, parts, max_entries)[::-1]))
-            except BaseException:
-                os.close(top)
-                raise
-            while stack:
-                fd, prefix, entries = stack[-1]
-                if not entries:
-                    os.close(fd)
-                    stack.pop()
-                    continue
-                entry = entries.pop()
-                path = (*prefix, entry.name)
-                if len(path) > max_depth:
-                    raise LimitExceeded(
-                        f"cannot walk '{_rel(parts)}': deeper than {max_depth} levels"
-                    )
-                count += 1
-                if count > max_entries:
-                    raise LimitExceeded(
-                        f"cannot walk '{_rel(parts)}': more than {max_entries} entries"
-                    )
-                yield path, entry.info
-                if entry.info.kind != "dir":
-                    continue
-                child = self._open_walk_child(fd, entry.name, (*parts, *path))
-                if child is None:
-                    continue
-                try:
-                    stack.append(
-                        (child, path, self._scan(child, (*parts, *path), max_entries - count)[::-1])
-                    )
-                except BaseException:
-                    os.close(child)
-                    raise
-        finally:
-            for fd, _prefix, _entries in stack:
-                os.close(fd)
-            self._leave()
-
-    def _open_walk_child(self, dirfd: int, name: str, parts: Components) -> int | None:
-        try:
-            return self._open_child(dirfd, name, _O_DIR_READ, parts, "walk")
-        except (Escape, NotFound, NotADirectory):
-            return None  # a mount point, or changed since it was listed: not entered
 
     def mkdir(self, parts: Components, *, parents: bool = False, exist_ok: bool = False) -> None:
         """Create the directory ``parts``. ``parents`` creates missing parents (each step
         checked, existing ones accepted; those made are removed again if the final mkdir
         fails); ``exist_ok`` accepts an existing directory (not a symlink to one) at the name
         itself."""
-        parts = _check_leaf(parts, "create directory")
+        parts = check_leaf(parts, "create directory")
         self._enter()
         try:
-            made: list[tuple[Components, FileIdentity]] = []
-            try:
-                parent = self._parent(parts, parents, "create directory", made)
-                try:
-                    try:
-                        os.mkdir(parts[-1], _DIR_MODE, dir_fd=parent)
-                    except FileExistsError:
-                        if exist_ok:
-                            st = self._lstat_leaf(parent, parts, "create directory")
-                            if stat.S_ISDIR(st.st_mode):
-                                return
-                        _raise(errno.EEXIST, _rel(parts), "create directory")
-                    except OSError as exc:
-                        _raise(exc.errno, _rel(parts), "create directory")
-                finally:
-                    self._release(parent)
-            except BaseException:
-                self._unmake_dirs(made)
-                raise
+            _mutate.mkdir(self, parts, parents, exist_ok)
         finally:
             self._leave()
 
     def unlink(self, parts: Components) -> None:
         """Remove the file or symlink ``parts`` (a symlink itself, never its target);
         directories are refused (:class:`NotARegularFile`)."""
-        parts = _check_leaf(parts, "remove")
+        parts = check_leaf(parts, "remove")
         self._enter()
         try:
-            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "remove")
-            try:
-                os.unlink(parts[-1], dir_fd=parent)
-            except OSError as exc:
-                _raise(exc.errno, _rel(parts), "remove")
-            finally:
-                self._release(parent)
+            _mutate.unlink(self, parts)
         finally:
             self._leave()
 
     def rmdir(self, parts: Components) -> None:
         """Remove the empty directory ``parts`` (:class:`DirectoryNotEmpty` otherwise; a
         symlink to a directory is :class:`NotADirectory`)."""
-        parts = _check_leaf(parts, "remove directory")
+        parts = check_leaf(parts, "remove directory")
         self._enter()
         try:
-            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "remove directory")
-            try:
-                os.rmdir(parts[-1], dir_fd=parent)
-            except OSError as exc:
-                # POSIX lets rmdir report a non-empty directory as EEXIST too.
-                err = errno.ENOTEMPTY if exc.errno == errno.EEXIST else exc.errno
-                _raise(err, _rel(parts), "remove directory")
-            finally:
-                self._release(parent)
+            _mutate.rmdir(self, parts)
         finally:
             self._leave()
 
@@ -1438,105 +714,15 @@ class Root:
         so a concurrently created *empty* directory at ``dst`` could be replaced. A move that
         fails removes the directories ``make_parents`` made for it (as :meth:`create` does).
         """
-        src = _check_leaf(src, "move")
-        dst = _check_leaf(dst, "move")
+        src = check_leaf(src, "move")
+        dst = check_leaf(dst, "move")
         if dst[: len(src)] == src:
-            raise InvalidPath(f"cannot move '{_rel(src)}' into itself ('{_rel(dst)}')")
+            raise InvalidPath(f"cannot move '{rel_path(src)}' into itself ('{rel_path(dst)}')")
         self._enter()
         try:
-            sparent = self._open_dir(src[:-1], _O_DIR_PATH, "move")
-            try:
-                made: list[tuple[Components, FileIdentity]] = []
-                moved = False
-                try:
-                    dparent = self._parent(dst, make_parents, "move", made)
-                    try:
-                        if expect is not None:
-                            st = self._lstat_leaf(sparent, src, "move")
-                            if _identity(st) != expect:
-                                raise IdentityMismatch(
-                                    f"cannot move '{_rel(src)}': it is no longer the confirmed file"
-                                )
-                        self._rename_noreplace(sparent, src, dparent, dst, "move")
-                        moved = True
-                        return _info(self._lstat_leaf(dparent, dst, "move"))
-                    finally:
-                        self._release(dparent)
-                except BaseException:
-                    if not moved:
-                        self._unmake_dirs(made)
-                    raise
-            finally:
-                self._release(sparent)
+            return _info(_mutate.move(self, src, dst, make_parents, expect))
         finally:
             self._leave()
-
-    def _rename_noreplace(
-        self,
-        sdir: int,
-        src: Components,
-        ddir: int,
-        dst: Components,
-        action: str,
-        *,
-        fresh_dst: bool = False,
-    ) -> None:
-        """``renameat2(RENAME_NOREPLACE)``, with a fallback where that is unavailable.
-
-        ``fresh_dst``: the destination is a new random name nobody else knows, so a plain
-        rename cannot replace anything in practice and is the fallback (atomic, unlike
-        link + unlink, which could unlink whatever was swapped in at the source).
-        """
-        sname, dname = src[-1], dst[-1]
-        try:
-            _linux.renameat2(sdir, sname, ddir, dname, _linux.RENAME_NOREPLACE)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSYS, errno.EINVAL):
-                # EEXIST names the destination, anything else the source.
-                _raise(exc.errno, _rel(dst if exc.errno == errno.EEXIST else src), action)
-        # Fallback: no renameat2, or a filesystem that does not support RENAME_NOREPLACE.
-        if fresh_dst:
-            try:
-                os.rename(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir)
-            except OSError as exc:
-                _raise(exc.errno, _rel(src), action)
-            return
-        st = self._lstat_leaf(sdir, src, action)
-        if stat.S_ISDIR(st.st_mode):
-            # No atomic no-replace for directories: check, then rename. rename(2) can only
-            # replace an *empty* directory, so that is all a concurrent creator could lose.
-            try:
-                _lstat_at(ddir, dname)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                _raise(exc.errno, _rel(dst), action)
-            else:
-                _raise(errno.EEXIST, _rel(dst), action)
-            try:
-                os.rename(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir)
-            except OSError as exc:
-                _raise(exc.errno, _rel(src), action)
-            return
-        # Files and symlinks: link() never replaces (EEXIST); then drop the source name, but
-        # only if it still is the inode just linked (else something was swapped in there:
-        # leave both names and say so rather than unlink a file we did not move).
-        try:
-            os.link(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir, follow_symlinks=False)
-        except OSError as exc:
-            _raise(exc.errno, _rel(dst if exc.errno == errno.EEXIST else src), action)
-        try:
-            same = _identity(_lstat_at(sdir, sname)) == _identity(_lstat_at(ddir, dname))
-            if same:
-                os.unlink(sname, dir_fd=sdir)
-        except OSError as exc:
-            _raise(exc.errno, _rel(src), action)
-        if not same:
-            raise IdentityMismatch(
-                f"cannot {action} '{_rel(src)}': it was replaced while being moved; the "
-                f"original is now at '{_rel(dst)}' and the replacement was left in place"
-            )
 
     def remove(self, parts: Components, expect: FileIdentity) -> None:
         """Remove the regular file at ``parts`` only if it is the inode ``expect``.
@@ -1559,48 +745,9 @@ class Root:
         step is a plain rename to the fresh random name, and putting back uses the no-replace
         fallback of :meth:`move`.
         """
-        parts = _check_leaf(parts, "delete")
+        parts = check_leaf(parts, "delete")
         self._enter()
         try:
-            parent = self._open_dir(parts[:-1], _O_DIR_PATH, "delete")
-            try:
-                self._remove_in(parent, parts, expect)
-            finally:
-                self._release(parent)
+            _mutate.remove(self, parts, expect)
         finally:
             self._leave()
-
-    def _remove_in(self, parent: int, parts: Components, expect: FileIdentity) -> None:
-        rel = _rel(parts)
-        # The confirmed inode's number rides in the name, so that a leftover of a delete
-        # killed before its unlink can be told from an object deliberately left here (one
-        # that was NOT the confirmed file, below): see remove_stale_temps.
-        hidden = f"{_random_name(REMOVE_PREFIX)}-{expect.ino:x}"
-        hidden_parts = (*parts[:-1], hidden)
-        self._rename_noreplace(parent, parts, parent, hidden_parts, "delete", fresh_dst=True)
-        try:
-            st = _lstat_at(parent, hidden)
-        except OSError as exc:
-            _raise(exc.errno, rel, "delete")
-        if stat.S_ISREG(st.st_mode) and _identity(st) == expect:
-            try:
-                os.unlink(hidden, dir_fd=parent)
-            except OSError as exc:
-                _raise(exc.errno, rel, "delete")
-            return
-        try:
-            self._rename_noreplace(parent, hidden_parts, parent, parts, "delete")
-        except AlreadyExists:
-            raise IdentityMismatch(
-                f"cannot delete '{rel}': it is no longer the confirmed file, and the name was "
-                "taken again meanwhile, so the object found there was left as "
-                f"'{_rel(hidden_parts)}'"
-            ) from None
-        except SandboxError as exc:
-            raise IdentityMismatch(
-                f"cannot delete '{rel}': it is no longer the confirmed file, and putting it back "
-                f"failed ({exc.message}); it was left as '{_rel(hidden_parts)}'"
-            ) from None
-        raise IdentityMismatch(
-            f"cannot delete '{rel}': it is no longer the confirmed file; nothing was removed"
-        )

@@ -1,1 +1,58 @@
-"""fsnotes.notes package."""
+"""The notes: Markdown files in granted workspaces, their search index, and the tools.
+
+``__all__`` is what other packages use: the store, the service and its tools and
+resources, the confirmed-delete flow, the index's catalogs and its doctor facts. Each is
+imported on first use (PEP 562, as ``concurrent.futures`` does), so that importing one
+module, as ``fsnotes.config`` does with the store and the indexer's constants, does not
+import the tools, the protocol core and pydantic with it.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .confirm import DeleteFlow
+    from .indexer import DEFAULT_RESCAN_INTERVAL_S, Catalogs, environment
+    from .resources import NotesResources
+    from .service import NotesService
+    from .store import DEFAULT_EXTENSIONS, NoteStore
+    from .tools import build_tools
+
+__all__ = [
+    "DEFAULT_EXTENSIONS",
+    "DEFAULT_RESCAN_INTERVAL_S",
+    "Catalogs",
+    "DeleteFlow",
+    "NoteStore",
+    "NotesResources",
+    "NotesService",
+    "build_tools",
+    "environment",
+]
+
+# The module of this package that defines each public name (a module named for itself
+# is that module).
+_HOME = {
+    "DEFAULT_EXTENSIONS": "store",
+    "DEFAULT_RESCAN_INTERVAL_S": "indexer",
+    "Catalogs": "indexer",
+    "DeleteFlow": "confirm",
+    "NoteStore": "store",
+    "NotesResources": "resources",
+    "NotesService": "service",
+    "build_tools": "tools",
+    "environment": "indexer",
+}
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: called only for names not yet in this module's namespace.
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = import_module(f"{__name__}.{home}")
+    value = module if home == name else getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value

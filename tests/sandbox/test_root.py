@@ -42,7 +42,7 @@ from sandbox.root import (
     openat2_available,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["openat2", "walk"])

@@ -2,9 +2,9 @@
 
 This is the pattern DESIGN.md section 2 warns about (the reference filesystem server uses
 it): the path is checked once and then a *string* is opened, so anything swapped in between
-the check and the open is followed. ``tests/test_root_races.py`` runs the same race against
-this module and asserts that it does escape, which proves the race harness can detect an
-escape at all.
+the check and the open is followed. ``tests/sandbox/test_root_races.py`` runs the same race
+against this module and asserts that it does escape, which proves the race harness can
+detect an escape at all.
 """
 
 from __future__ import annotations

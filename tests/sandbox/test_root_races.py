@@ -3,8 +3,9 @@
 A forked process exchanges a real directory (or file) with a symlink to the outside
 directory (or file) using ``renameat2(RENAME_EXCHANGE)`` in a tight loop, so every lookup
 may see either. Root must never return outside content nor create or change anything
-outside, under both resolvers. The same race run against ``tests/naive.py`` (realpath, then
-open by name) must escape, which shows the harness is able to catch an escape.
+outside, under both resolvers. The same race run against ``tests/sandbox/naive.py``
+(realpath, then open by name) must escape, which shows the harness is able to catch an
+escape.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import cast
 
-import naive  # tests/ is on sys.path (tests/conftest.py)
+import naive  # beside this file: pytest puts tests/sandbox/ on sys.path
 import pytest
 
 from sandbox import _linux

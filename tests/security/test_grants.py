@@ -1,12 +1,9 @@
-"""Grants and configuration: levels, identical refusals, roots as hints, layout checks."""
+"""Grants: levels, identical refusals, containment by components, roots as hints."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from fsnotes.config import ConfigError, load
 from fsnotes.security.grants import (
     NOT_GRANTED_MESSAGE,
     Access,
@@ -96,82 +93,3 @@ def test_roots_pick_a_default_but_never_add_a_workspace() -> None:
     with pytest.raises(NotGranted, match="several"):
         g.default_for("ada", Access.READ, [path_components("/srv/private")])
     assert g.default_for("bob", Access.DELETE).name == "c"
-
-
-def test_cli_workspaces_are_granted_to_the_principal(tmp_path: Path) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    cfg = load(workspaces=[str(notes)], state_dir=str(tmp_path / "state"), principal="ada", env={})
-    assert [(g.principal, g.access) for g in cfg.grants] == [("ada", Access.DELETE)]
-    ro = load(workspaces=[str(notes)], read_only=True, state_dir=str(tmp_path / "s"), env={})
-    assert all(g.access == Access.READ for g in ro.grants)
-
-
-def test_environment_configures_the_container(tmp_path: Path) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    env = {
-        "FSNOTES_WORKSPACE": str(notes),
-        "FSNOTES_STATE_DIR": str(tmp_path / "state"),
-        "FSNOTES_PRINCIPAL": "container",
-        "FSNOTES_READ_ONLY": "1",
-    }
-    cfg = load(env=env)
-    assert cfg.principal == "container"
-    assert cfg.state_dir == tmp_path / "state"
-    assert cfg.grants == [Grant("container", "notes", Access.READ)]
-
-
-def test_state_dir_inside_a_workspace_is_refused(tmp_path: Path) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    with pytest.raises(ConfigError, match="state directory"):
-        load(workspaces=[str(notes)], state_dir=str(notes / ".state"), env={})
-
-
-def test_nested_workspaces_are_refused(tmp_path: Path) -> None:
-    (tmp_path / "notes" / "sub").mkdir(parents=True)
-    with pytest.raises(ConfigError, match="overlap"):
-        load(
-            workspaces=[str(tmp_path / "notes"), str(tmp_path / "notes" / "sub")],
-            state_dir=str(tmp_path / "state"),
-            env={},
-        )
-
-
-def test_toml_config_with_principals_and_grants(fs: object) -> None:
-    # pyfakefs: the config file and its directories exist only in the fake filesystem.
-    import os
-
-    os.makedirs("/etc", exist_ok=True)
-    os.makedirs("/data/team", exist_ok=True)
-    os.makedirs("/data/ada", exist_ok=True)
-    with open("/etc/fsnotes.toml", "w") as f:
-        f.write(
-            'principal = "ada"\nstate_dir = "/var/lib/fsnotes"\n'
-            '[[workspace]]\nname = "team"\npath = "/data/team"\n'
-            '[[workspace]]\npath = "/data/ada"\n'
-            '[[grant]]\nprincipal = "ada"\nworkspace = "team"\naccess = "write"\n'
-            '[[grant]]\nprincipal = "ada"\nworkspace = "ada"\naccess = "delete"\n'
-            '[[grant]]\nprincipal = "bob"\nworkspace = "team"\naccess = "read"\n'
-        )
-    cfg = load(config_file="/etc/fsnotes.toml", env={})
-    assert cfg.principal == "ada"
-    assert [w.name for w in cfg.workspaces] == ["team", "ada"]
-    g = Grants(cfg.workspace_objects(), cfg.grants)
-    assert [(w.name, a.label) for w, a in g.granted("ada")] == [
-        ("team", "write"),
-        ("ada", "delete"),
-    ]
-    assert [(w.name, a.label) for w, a in g.granted("bob")] == [("team", "read")]
-
-
-def test_bad_config_is_explained(fs: object) -> None:
-    with open("/bad.toml", "w") as f:
-        f.write('[[grant]]\nprincipal = "x"\nworkspace = "y"\naccess = "admin"\n')
-    with pytest.raises(ConfigError, match="unknown access level"):
-        load(config_file="/bad.toml", env={})
-    with open("/typo.toml", "w") as f:
-        f.write("workspaces = []\n")
-    with pytest.raises(ConfigError, match="unknown keys"):
-        load(config_file="/typo.toml", env={})

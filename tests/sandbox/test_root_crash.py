@@ -34,7 +34,7 @@ from sandbox.root import (
     openat2_available,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Just under the 4 MiB note limit, as in the report that found the bug (3.9 MB); each
 # create of this size takes some 20-30 ms here, so a random kill lands inside one.
@@ -83,7 +83,7 @@ FORKER = textwrap.dedent(
     """
     import errno, os, sys
     sys.path.insert(0, sys.argv[2])
-    from tests.test_root_crash import payload
+    from tests.sandbox.test_root_crash import payload
     from sandbox import _linux
     from sandbox.root import Root
     if sys.argv[3] == "fallback":

@@ -33,7 +33,7 @@ from sandbox.errors import (
 )
 from sandbox.root import FileIdentity, Resolver, Root, openat2_available
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SECRET = b"SECRET: outside the workspace\n"
 
 
