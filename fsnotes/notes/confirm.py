@@ -29,23 +29,19 @@ from sandbox import errors as sx
 from sandbox.root import FileIdentity
 
 from ..protocol.registry import ElicitForm, InputRequired
+from ..security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
 from ..security.grants import Access, NotGranted, Workspace
-from ..security.replay import AlreadyUsed, ReplayStore, StoreBusy, StoreFull
-from ..security.seal import (
-    Sealer,
-    StateExpired,
-    StateInvalid,
-    StateUnknownKey,
-    digest_arguments,
-)
+from ..security.replay import AlreadyUsed, ClaimNotRecorded, ReplayStore, StoreBusy, StoreFull
+from ..security.seal import Sealer
 from ..security.shown import distinguishable, shown
 from .catalog import CatalogUnavailable
 from .service import Located, NotesService, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
 
 TOOL_NAME = "notes_delete"
-METHOD = "tools/call"
 PHASE = "confirm"
+SUBJECT = Subject(what="confirmation", nothing="nothing was deleted", tool=TOOL_NAME)
+STATE_VERSION = 2  # 1: one-letter keys (states of that format are simply asked again)
 CONFIRM_KEY = "confirm_delete"
 # How long a question stays answerable. Long enough for a person to read a dialog and
 # decide; short enough that a leaked state is soon useless (the spec asks for a short
@@ -68,11 +64,50 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """A complete answer: either a result body or an error sentence."""
+class DeleteState:
+    """What a delete question seals: its binding, where, which notes exactly, once, until."""
 
-    body: dict[str, Any] | None = None
-    error: str | None = None
+    binding: Binding
+    workspace: str
+    candidates: tuple[Candidate, ...]
+    nonce: str
+    expires: int
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "v": STATE_VERSION,
+            "binding": self.binding.encode(),
+            "workspace": self.workspace,
+            "candidates": [
+                [c.note_id, c.identity.dev, c.identity.ino, c.etag, c.mtime_ns]
+                for c in self.candidates
+            ],
+            "nonce": self.nonce,
+            "exp": self.expires,
+        }
+
+    @classmethod
+    def decode(cls, payload: Mapping[str, Any]) -> DeleteState:
+        """ValueError (or KeyError/TypeError) for anything but this version's shape."""
+        if payload.get("v") != STATE_VERSION:
+            raise ValueError("another state version")
+        candidates = tuple(
+            Candidate(str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]), int(c[4]))
+            for c in payload["candidates"]
+        )
+        return cls(
+            binding=Binding.decode(payload["binding"]),
+            workspace=str(payload["workspace"]),
+            candidates=candidates,
+            nonce=str(payload["nonce"]),
+            expires=int(payload["exp"]),
+        )
+
+    def offered(self) -> dict[str, Candidate]:
+        """The candidates by the option the person was shown (the form's const), rebuilt
+        from the sealed set exactly as the form was."""
+        ids = distinguishable([c.note_id for c in self.candidates])
+        return dict(zip(ids, self.candidates, strict=True))
 
 
 class DeleteFlow:
@@ -90,32 +125,26 @@ class DeleteFlow:
 
     # --- first round ---------------------------------------------------------------------
 
-    def ask(self, args: Mapping[str, Any], *, hinted: bool = False) -> InputRequired | Outcome:
-        try:
-            ws, notes = self._candidates(args, hinted)
-        except (NotGranted, ServiceError) as exc:
-            return Outcome(error=str(exc))
-        candidates = [
-            Candidate(display(n.parts), n.identity, n.etag, n.info.mtime_ns) for n in notes
-        ]
-        payload = {
-            "v": 1,
-            "p": self.service.principal,
-            "m": METHOD,
-            "t": TOOL_NAME,
-            "a": digest_arguments(args),
-            "w": ws.name,
-            "c": [
-                [c.note_id, c.identity.dev, c.identity.ino, c.etag, c.mtime_ns] for c in candidates
-            ],
-            "ph": PHASE,
-            "n": secrets.token_urlsafe(NONCE_BYTES),
-            "exp": int(self.clock()) + STATE_LIFETIME_S,
-        }
+    def ask(self, args: Mapping[str, Any], *, hinted: bool = False) -> InputRequired:
+        """The question for these arguments; ServiceError/NotGranted when there is nothing
+        to ask about (not granted, no such note)."""
+        ws, notes = self._candidates(args, hinted)
+        state = DeleteState(
+            binding=self._binding(args),
+            workspace=ws.name,
+            candidates=tuple(
+                Candidate(display(n.parts), n.identity, n.etag, n.info.mtime_ns) for n in notes
+            ),
+            nonce=secrets.token_urlsafe(NONCE_BYTES),
+            expires=int(self.clock()) + STATE_LIFETIME_S,
+        )
         return InputRequired(
             requests={CONFIRM_KEY: self._form(ws, args, notes)},
-            state=self.sealer.seal(payload),
+            state=self.sealer.seal(state.encode()),
         )
+
+    def _binding(self, args: Mapping[str, Any]) -> Binding:
+        return Binding.of_call(self.service.principal, TOOL_NAME, args, PHASE)
 
     def _candidates(self, args: Mapping[str, Any], hinted: bool) -> tuple[Workspace, list[Note]]:
         svc = self.service
@@ -207,114 +236,64 @@ class DeleteFlow:
         responses: Mapping[str, Any] | None,
         *,
         hinted: bool = False,
-    ) -> InputRequired | Outcome:
-        try:
-            sealed = self.sealer.open(state, now=self.clock())
-        except (StateExpired, StateUnknownKey):
-            # Too old, or sealed before a key rotation/by another deployment: ask again.
-            return self.ask(args, hinted=hinted)
-        except StateInvalid:
-            return Outcome(
-                error="The confirmation state is not one this server issued unaltered; nothing "
-                "was deleted. Call notes_delete again without requestState."
-            )
-        if (
-            sealed.get("v") != 1
-            or sealed.get("p") != self.service.principal
-            or sealed.get("m") != METHOD
-            or sealed.get("t") != TOOL_NAME
-            or sealed.get("ph") != PHASE
-            or sealed.get("a") != digest_arguments(args)
-        ):
-            return Outcome(
-                error="That confirmation was given for a different request (another principal, "
-                "tool or arguments); nothing was deleted. Ask again with these arguments."
-            )
-        try:
-            sealed_candidates = [
-                Candidate(str(c[0]), FileIdentity(int(c[1]), int(c[2])), str(c[3]), int(c[4]))
-                for c in sealed["c"]
-            ]
-            # Keyed by the option the person was shown (the form's const), rebuilt from the
-            # sealed set exactly as the form was.
-            candidates = dict(
-                zip(
-                    distinguishable([c.note_id for c in sealed_candidates]),
-                    sealed_candidates,
-                    strict=True,
-                )
-            )
-            nonce, expires = str(sealed["n"]), float(sealed["exp"])
-            ws_name = str(sealed["w"])
-        except (KeyError, TypeError, ValueError, IndexError):
-            return Outcome(error="The confirmation state is incomplete; nothing was deleted.")
-
-        answer = (responses or {}).get(CONFIRM_KEY)
+    ) -> InputRequired | dict[str, Any]:
+        """The retry: a result body, or the question again (expired, no answer). Refusals
+        raise ConsentRefused or ServiceError, each saying that nothing was deleted."""
+        sealed = open_state(
+            self.sealer,
+            state,
+            now=self.clock(),
+            decode=DeleteState.decode,
+            expected=self._binding(args),
+            subject=SUBJECT,
+        )
+        if sealed is None:
+            return self.ask(args, hinted=hinted)  # too old, rotated key, older format
+        answer = answer_of(responses, CONFIRM_KEY, SUBJECT)
         if answer is None:
             return self.ask(args, hinted=hinted)  # no answer is never consent: ask again
-        if not isinstance(answer, Mapping) or answer.get("action") not in (
-            "accept",
-            "decline",
-            "cancel",
-        ):
-            return Outcome(
-                error="The confirmation answer is malformed (it needs an action of accept, "
-                "decline or cancel); nothing was deleted."
+        if answer.action == "cancel":
+            return _result(
+                False, "cancelled", "The person dismissed the question; nothing was deleted."
             )
-        action = answer["action"]
-        if action == "cancel":
-            return Outcome(
-                body=_result(
-                    False, "cancelled", "The person dismissed the question; nothing was deleted."
-                )
-            )
-        if action == "decline":
+        if answer.action == "decline":
             try:
-                with self.replay.claim(nonce, expires):
+                with self.replay.claim(sealed.nonce, sealed.expires):
                     pass
             except AlreadyUsed:
-                return Outcome(error="This confirmation was already used; nothing more happened.")
+                raise ConsentRefused(
+                    "This confirmation was already used; nothing more happened."
+                ) from None
             except (StoreFull, StoreBusy) as exc:
-                return Outcome(error=f"Nothing was deleted: {exc}.")
-            return Outcome(
-                body=_result(False, "declined", "The person declined; nothing was deleted.")
-            )
-
-        content = answer.get("content")
-        if not isinstance(content, Mapping):
-            return Outcome(
-                error="The confirmation was accepted without the form's content; nothing was "
+                raise ConsentRefused(f"Nothing was deleted: {exc}.") from None
+            return _result(False, "declined", "The person declined; nothing was deleted.")
+        content = answer.content
+        if content is None:
+            raise ConsentRefused(
+                "The confirmation was accepted without the form's content; nothing was "
                 "deleted (missing content is never consent)."
             )
+        candidates = sealed.offered()
         note_id, confirm = content.get("note_id"), content.get("confirm")
         if not isinstance(note_id, str) or note_id not in candidates:
-            return Outcome(
-                error="The chosen note is not one of those offered in the question; nothing "
-                "was deleted."
+            raise ConsentRefused(
+                "The chosen note is not one of those offered in the question; nothing was deleted."
             )
         if not isinstance(confirm, bool):
-            return Outcome(
-                error="The form's 'confirm' answer must be true or false; nothing was deleted."
+            raise ConsentRefused(
+                "The form's 'confirm' answer must be true or false; nothing was deleted."
             )
         if not confirm:
-            return Outcome(
-                body=_result(
-                    False,
-                    "not_confirmed",
-                    "The person did not tick the confirmation box; nothing was deleted.",
-                )
+            return _result(
+                False,
+                "not_confirmed",
+                "The person did not tick the confirmation box; nothing was deleted.",
             )
-        return self._execute(args, candidates[note_id], ws_name, nonce, expires, hinted)
+        return self._execute(args, candidates[note_id], sealed, hinted)
 
     def _execute(
-        self,
-        args: Mapping[str, Any],
-        chosen: Candidate,
-        ws_name: str,
-        nonce: str,
-        expires: float,
-        hinted: bool,
-    ) -> Outcome:
+        self, args: Mapping[str, Any], chosen: Candidate, sealed: DeleteState, hinted: bool
+    ) -> dict[str, Any]:
         svc = self.service
         try:
             # Re-authorize and re-contain from the arguments, as on the first call: a grant
@@ -324,40 +303,50 @@ class DeleteFlow:
                 ws = loc.workspace
             else:
                 ws = svc.workspace(args.get("workspaceUri"), Access.DELETE, hinted=hinted)
-            if ws.name != ws_name:
-                return Outcome(
-                    error="The workspace is no longer the one you confirmed; nothing was deleted."
+            if ws.name != sealed.workspace:
+                raise ConsentRefused(
+                    "The workspace is no longer the one you confirmed; nothing was deleted."
                 )
             target: Located = svc.relative(ws, chosen.note_id)
             if args.get("uri") is not None and target.parts != loc.parts:
-                return Outcome(
-                    error="The confirmed note does not match the uri; nothing was deleted."
+                raise ConsentRefused(
+                    "The confirmed note does not match the uri; nothing was deleted."
                 )
             live = svc.read_located(target)
         except (NotGranted, ServiceError) as exc:
-            return Outcome(error=f"{exc} Nothing was deleted.")
+            raise ServiceError(f"{exc} Nothing was deleted.") from None
         if (
             live.identity != chosen.identity
             or live.etag != chosen.etag
             or live.info.mtime_ns != chosen.mtime_ns
         ):
-            return Outcome(
-                error=f"'{chosen.note_id}' was changed or replaced after the question was asked; "
+            raise ConsentRefused(
+                f"'{chosen.note_id}' was changed or replaced after the question was asked; "
                 "nothing was deleted. Ask again to confirm the current note."
             )
+        recorded = True
         try:
-            with self.replay.claim(nonce, expires):
+            with self.replay.claim(sealed.nonce, sealed.expires):
                 target.store.remove(target.parts, chosen.identity)
+        except ClaimNotRecorded:
+            # The note is gone; only the record that this confirmation was used is missing.
+            # A replay finds no note with the sealed identity, so it deletes nothing more.
+            recorded = False
         except AlreadyUsed:
-            return Outcome(error="This confirmation was already used; nothing more was deleted.")
+            raise ConsentRefused(
+                "This confirmation was already used; nothing more was deleted."
+            ) from None
         except (StoreFull, StoreBusy) as exc:
-            return Outcome(error=f"Nothing was deleted: {exc}.")
+            raise ConsentRefused(f"Nothing was deleted: {exc}.") from None
         except (sx.SandboxError, NoteError) as exc:
-            return Outcome(error=f"{explain(exc, target.parts)} Nothing was deleted.")
+            raise ServiceError(f"{explain(exc, target.parts)} Nothing was deleted.") from None
         svc.after_write(target, lambda c: c.removed(target.parts))
-        body = _result(True, "deleted", f"Deleted '{chosen.note_id}'.")
+        message = f"Deleted '{chosen.note_id}'."
+        if not recorded:
+            message += " (The confirmation could not be recorded as used; it deletes nothing more.)"
+        body = _result(True, "deleted", message)
         body.update(uri=target.uri, path=chosen.note_id)
-        return Outcome(body=body)
+        return body
 
 
 def _result(deleted: bool, outcome: str, message: str) -> dict[str, Any]:

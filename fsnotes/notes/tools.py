@@ -22,9 +22,10 @@ from ..protocol.registry import (
     ToolError,
     ToolResult,
 )
+from ..security.consent import ConsentRefused
 from ..security.grants import NotGranted
 from .catalog import Catalog
-from .confirm import DeleteFlow, Outcome
+from .confirm import DeleteFlow
 from .indexer import until_indexed
 from .service import (
     MAX_LIST_LIMIT,
@@ -352,17 +353,18 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
                 ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx))
             )
 
-        def step() -> InputRequired | Outcome:
+        def step() -> InputRequired | dict[str, Any]:
             if state is None:
                 return deletes.ask(bound, hinted=_hinted(ctx))
             return deletes.resume(bound, state, ctx.input_responses, hinted=_hinted(ctx))
 
-        outcome = await anyio.to_thread.run_sync(step)
+        try:
+            outcome = await anyio.to_thread.run_sync(step)
+        except (ServiceError, NotGranted, ConsentRefused) as exc:
+            raise ToolError(str(exc)) from None
         if isinstance(outcome, InputRequired):
             return outcome
-        if outcome.error is not None:
-            raise ToolError(outcome.error)
-        return ToolResult(structured=DeleteResult.model_validate(outcome.body))
+        return ToolResult(structured=DeleteResult.model_validate(outcome))
 
     return [
         Tool(

@@ -35,6 +35,7 @@ import logging
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -57,8 +58,9 @@ from ..protocol.registry import (
     ToolResult,
     URLElicitationRequired,
 )
+from ..security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
 from ..security.grants import Access
-from ..security.seal import Sealer, StateExpired, StateInvalid, StateUnknownKey, digest_arguments
+from ..security.seal import Sealer
 from ..security.shown import shown
 from .policy import PageUnavailable
 from .runtime import NotGrantable, RuntimeScope, Target
@@ -67,8 +69,10 @@ from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPendin
 log = logging.getLogger("fsnotes.setup")
 
 TOOL_NAME = "notes_setup"
-METHOD = "tools/call"
+PHASE = "connect"
 SETUP_KEY = "connect_folder"
+SUBJECT = Subject(what="setup", nothing="nothing was granted", tool=TOOL_NAME)
+STATE_VERSION = 2  # 1: one-letter keys (states of that format are simply asked again)
 # 2026-07-28: how long a retry with "accept" waits for the person before asking again. The
 # host's consent dialog returns as soon as the browser opens, long before anyone has typed
 # the code; a short wait here spares the person a second dialog in the common case.
@@ -100,6 +104,29 @@ class SetupResult(BaseModel):
     message: str
     workspaceUri: str
     access: AccessLabel
+
+
+@dataclass(frozen=True)
+class SetupState:
+    """What a setup question seals: its binding, which pending setup, until when."""
+
+    binding: Binding
+    setup_id: str
+    expires: int
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "v": STATE_VERSION,
+            "binding": self.binding.encode(),
+            "setup": self.setup_id,
+            "exp": self.expires,
+        }
+
+    @classmethod
+    def decode(cls, payload: Mapping[str, Any]) -> SetupState:
+        if payload.get("v") != STATE_VERSION or not isinstance(payload.get("setup"), str):
+            raise ValueError("another state version")
+        return cls(Binding.decode(payload["binding"]), str(payload["setup"]), int(payload["exp"]))
 
 
 PageStarter = Callable[[], Awaitable[None]]
@@ -307,18 +334,12 @@ class SetupFlow:
             elicitation_id=setup.id,
         )
 
+    def _binding(self, arguments: Mapping[str, Any]) -> Binding:
+        return Binding.of_call(self.service.principal, TOOL_NAME, arguments, PHASE)
+
     def _seal(self, setup: Setup, arguments: Mapping[str, Any]) -> str:
-        return self.sealer.seal(
-            {
-                "v": 1,
-                "p": self.service.principal,
-                "m": METHOD,
-                "t": TOOL_NAME,
-                "a": digest_arguments(arguments),
-                "s": setup.id,
-                "exp": int(setup.expires) + 1,
-            }
-        )
+        state = SetupState(self._binding(arguments), setup.id, int(setup.expires) + 1)
+        return self.sealer.seal(state.encode())
 
     def _remember_notifier(self, ctx: RequestContext, setup_id: str) -> None:
         notify = ctx.elicitation_complete_notifier(setup_id)
@@ -330,29 +351,20 @@ class SetupFlow:
         self, ctx: RequestContext, target: Target, access: Access, arguments: dict[str, Any]
     ) -> ToolResult | InputRequired:
         try:
-            sealed = self.sealer.open(ctx.request_state, now=self.clock())
-        except (StateExpired, StateUnknownKey):
+            sealed = open_state(
+                self.sealer,
+                ctx.request_state,
+                now=self.clock(),
+                decode=SetupState.decode,
+                expected=self._binding(arguments),
+                subject=SUBJECT,
+            )
+        except ConsentRefused as exc:
+            raise ToolError(str(exc)) from None
+        if sealed is None:
             # Too old, or from before a key rotation: start (or find) the setup afresh.
             return await self._start(ctx, target, access, arguments)
-        except StateInvalid:
-            raise ToolError(
-                "The setup state is not one this server issued unaltered; nothing was granted. "
-                "Call notes_setup again without requestState."
-            ) from None
-        if (
-            sealed.get("v") != 1
-            or sealed.get("p") != self.service.principal
-            or sealed.get("m") != METHOD
-            or sealed.get("t") != TOOL_NAME
-            or sealed.get("a") != digest_arguments(arguments)
-            or not isinstance(sealed.get("s"), str)
-        ):
-            raise ToolError(
-                "That setup state belongs to a different request (another principal, tool or "
-                "arguments); nothing was granted. Call notes_setup again with these arguments."
-            )
-        setup_id = str(sealed["s"])
-        setup = await anyio.to_thread.run_sync(self.store.get, setup_id)
+        setup = await anyio.to_thread.run_sync(self.store.get, sealed.setup_id)
         if (
             setup is None
             or setup.principal != self.service.principal
@@ -360,19 +372,17 @@ class SetupFlow:
             or setup.access != access
         ):
             raise ToolError("That setup no longer exists; call notes_setup again to start one.")
-        answer = (ctx.input_responses or {}).get(SETUP_KEY)
+        try:
+            answer = answer_of(ctx.input_responses, SETUP_KEY, SUBJECT)
+        except ConsentRefused as exc:
+            raise ToolError(str(exc)) from None
         if ctx.era == "legacy":
             # No await from here to the wait below: a concurrent call never sees this setup
             # between "asked" and "waited on".
             self._answered(setup.id)
         if answer is None:
             return await self._start(ctx, target, access, arguments)  # no answer: ask again
-        action = answer.get("action") if isinstance(answer, Mapping) else None
-        if action not in ("accept", "decline", "cancel"):
-            raise ToolError(
-                "The answer to the setup request is malformed (it needs an action of accept, "
-                "decline or cancel); nothing was granted."
-            )
+        action = answer.action
         if action != "accept":
             await anyio.to_thread.run_sync(self.store.cancel, setup.id, setup.principal)
             verb = "declined to open" if action == "decline" else "dismissed"

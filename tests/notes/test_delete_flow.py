@@ -6,15 +6,42 @@ import multiprocessing
 import os
 import time
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fsnotes.config import load
-from fsnotes.notes.confirm import CONFIRM_KEY, STATE_LIFETIME_S, Outcome
+from fsnotes.notes.confirm import CONFIRM_KEY, STATE_LIFETIME_S
+from fsnotes.notes.service import ServiceError
 from fsnotes.protocol.registry import ElicitForm, InputRequired
+from fsnotes.security.consent import ConsentRefused
+from fsnotes.security.grants import NotGranted
 from fsnotes.server import Server, build
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished call of the flow: its result body, or the sentence it refused with."""
+
+    body: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def settle(call: Callable[[], InputRequired | dict[str, Any]]) -> InputRequired | Outcome:
+    try:
+        out = call()
+    except (ConsentRefused, ServiceError, NotGranted) as exc:  # the flow's one error style
+        return Outcome(error=str(exc))
+    return out if isinstance(out, InputRequired) else Outcome(body=out)
+
+
+def resume(
+    server: Server, args: dict[str, Any], state: str, responses: dict[str, Any] | None
+) -> InputRequired | Outcome:
+    return settle(lambda: server.deletes.resume(args, state, responses))
 
 
 def ask(server: Server, args: dict[str, Any]) -> InputRequired:
@@ -55,7 +82,7 @@ def test_single_uri_candidate_still_asks(server: Server, vault: Path) -> None:
 
 
 def test_zero_candidates_is_an_error(server: Server) -> None:
-    out = server.deletes.ask({"title": "no such title anywhere"})
+    out = settle(lambda: server.deletes.ask({"title": "no such title anywhere"}))
     assert isinstance(out, Outcome) and out.error and "No note" in out.error
 
 
@@ -67,14 +94,14 @@ def test_accept_deletes_exactly_the_chosen_note(server: Server, vault: Path) -> 
         for o in q.requests[CONFIRM_KEY].requested_schema["properties"]["note_id"]["oneOf"]
     ]  # type: ignore[union-attr]
     assert "projects/budget.md" in ids
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="projects/budget.md", confirm=True)
+    out = resume(
+        server, args, q.state or "", answer("accept", note_id="projects/budget.md", confirm=True)
     )
     assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True
     assert not (vault / "projects/budget.md").exists()
     assert (vault / "inbox.md").exists()
-    again = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="projects/budget.md", confirm=True)
+    again = resume(
+        server, args, q.state or "", answer("accept", note_id="projects/budget.md", confirm=True)
     )
     assert isinstance(again, Outcome) and again.error
 
@@ -82,15 +109,13 @@ def test_accept_deletes_exactly_the_chosen_note(server: Server, vault: Path) -> 
 def test_decline_keeps_the_note_and_consumes_the_confirmation(server: Server, vault: Path) -> None:
     args = {"title": "inbox"}
     q = ask(server, args)
-    out = server.deletes.resume(args, q.state or "", answer("decline"))
+    out = resume(server, args, q.state or "", answer("decline"))
     assert isinstance(out, Outcome) and out.body == {
         "deleted": False,
         "outcome": "declined",
         "message": "The person declined; nothing was deleted.",
     }
-    late = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    late = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(late, Outcome) and late.error and "already used" in late.error
     assert (vault / "inbox.md").exists()
 
@@ -112,28 +137,26 @@ def test_non_consent_deletes_nothing_and_state_stays_usable(
 ) -> None:
     args = {"title": "inbox"}
     q = ask(server, args)
-    out = server.deletes.resume(args, q.state or "", responses)
+    out = resume(server, args, q.state or "", responses)
     assert isinstance(out, Outcome)
     assert out.error or (out.body and out.body["deleted"] is False)
     assert (vault / "inbox.md").exists()
-    ok = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    ok = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(ok, Outcome) and ok.body and ok.body["deleted"]
 
 
 def test_missing_answer_asks_again(server: Server, vault: Path) -> None:
     args = {"title": "inbox"}
     q = ask(server, args)
-    assert isinstance(server.deletes.resume(args, q.state or "", None), InputRequired)
-    assert isinstance(server.deletes.resume(args, q.state or "", {}), InputRequired)
+    assert isinstance(resume(server, args, q.state or "", None), InputRequired)
+    assert isinstance(resume(server, args, q.state or "", {}), InputRequired)
     assert (vault / "inbox.md").exists()
 
 
 def test_changed_title_cannot_reuse_a_confirmation(server: Server, vault: Path) -> None:
     q = ask(server, {"title": "inbox"})
-    out = server.deletes.resume(
-        {"title": "plan"}, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+    out = resume(
+        server, {"title": "plan"}, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
     )
     assert isinstance(out, Outcome) and out.error and "different request" in out.error
     assert (vault / "inbox.md").exists()
@@ -144,7 +167,7 @@ def test_tampered_state_is_refused(server: Server, vault: Path) -> None:
     q = ask(server, args)
     state = q.state or ""
     tampered = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
-    out = server.deletes.resume(args, tampered, answer("accept", note_id="inbox.md", confirm=True))
+    out = resume(server, args, tampered, answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(out, Outcome) and out.error and "altered" in out.error
     assert (vault / "inbox.md").exists()
 
@@ -156,9 +179,7 @@ def test_other_principal_cannot_use_the_state(server: Server, vault: Path, tmp_p
         load(workspaces=[str(vault)], state_dir=str(tmp_path / "state"), principal="eve", env={})
     )
     try:
-        out = other.deletes.resume(
-            args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-        )
+        out = resume(other, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
         assert isinstance(out, Outcome) and out.error and "different request" in out.error
     finally:
         other.close()
@@ -170,9 +191,7 @@ def test_expired_state_asks_again(server: Server, vault: Path) -> None:
     q = ask(server, args)
     real_clock = server.deletes.clock
     server.deletes.clock = lambda: real_clock() + STATE_LIFETIME_S + 1
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    out = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(out, InputRequired)
     assert (vault / "inbox.md").exists()
 
@@ -183,9 +202,7 @@ def test_note_swapped_for_symlink_after_question(server: Server, vault: Path) ->
     outside = vault.parent / "outside" / "secret.md"
     os.rename(vault / "inbox.md", vault.parent / "inbox-moved.md")
     os.symlink(outside, vault / "inbox.md")
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    out = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(out, Outcome) and out.error
     assert outside.read_text().startswith("# Secret")
     assert os.path.islink(vault / "inbox.md")
@@ -198,9 +215,7 @@ def test_note_replaced_by_another_file_after_question(server: Server, vault: Pat
     original = (vault / "inbox.md").read_text()
     os.rename(vault / "inbox.md", vault.parent / "kept.md")
     (vault / "inbox.md").write_text(original)
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    out = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(out, Outcome) and out.error and "changed or replaced" in out.error
     assert (vault / "inbox.md").read_text() == original
 
@@ -210,9 +225,7 @@ def test_note_edited_after_question(server: Server, vault: Path) -> None:
     q = ask(server, args)
     with open(vault / "inbox.md", "a") as f:
         f.write("one more line\n")
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    out = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(out, Outcome) and out.error
     assert (vault / "inbox.md").exists()
 
@@ -220,8 +233,8 @@ def test_note_edited_after_question(server: Server, vault: Path) -> None:
 def _resume_in_process(vault: str, state_dir: str, state: str, barrier: Any, out: Any) -> None:
     srv = build(load(workspaces=[vault], state_dir=state_dir, principal="ada", env={}))
     barrier.wait()
-    result = srv.deletes.resume(
-        {"title": "inbox"}, state, answer("accept", note_id="inbox.md", confirm=True)
+    result = resume(
+        srv, {"title": "inbox"}, state, answer("accept", note_id="inbox.md", confirm=True)
     )
     assert isinstance(result, Outcome)
     out.put("deleted" if result.body and result.body["deleted"] else f"error: {result.error}")
@@ -261,9 +274,7 @@ def test_note_recreated_with_same_text_after_question(server: Server, vault: Pat
     time.sleep(0.01)
     (vault / "inbox.md").unlink()
     (vault / "inbox.md").write_text(original)
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
-    )
+    out = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
     assert isinstance(out, Outcome) and out.error and "changed or replaced" in out.error
     assert (vault / "inbox.md").read_text() == original
 
@@ -298,8 +309,8 @@ def test_hostile_names_and_titles_reach_the_person_escaped(server: Server, vault
     zw = next(o for o in options if o["const"] == "re\\u200bport.md")
     assert "“Report\\u2066 final\\u0007”" in zw["title"]
     # The person picks the option they saw; exactly that file goes.
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="re\\u200bport.md", confirm=True)
+    out = resume(
+        server, args, q.state or "", answer("accept", note_id="re\\u200bport.md", confirm=True)
     )
     assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True, out
     assert not (vault / f"re{ZWSP}port.md").exists()
@@ -322,8 +333,8 @@ def test_raw_name_is_not_an_offered_option(server: Server, vault: Path) -> None:
     (vault / f"re{ZWSP}port.md").write_text("# Report\n")
     args = {"title": "report"}
     q = ask(server, args)
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id=f"re{ZWSP}port.md", confirm=True)
+    out = resume(
+        server, args, q.state or "", answer("accept", note_id=f"re{ZWSP}port.md", confirm=True)
     )
     assert isinstance(out, Outcome) and out.error and "not one of those offered" in out.error
     assert (vault / f"re{ZWSP}port.md").exists()
@@ -348,8 +359,8 @@ def test_names_equal_under_normalisation_give_options_that_look_different(
     assert len(consts) == 2
     by_const = {o["const"]: o for o in options}
     assert set(by_const) == {"caf\\u00e9.md", "cafe\\u0301.md"}
-    out = server.deletes.resume(
-        args, q.state or "", answer("accept", note_id="cafe\\u0301.md", confirm=True)
+    out = resume(
+        server, args, q.state or "", answer("accept", note_id="cafe\\u0301.md", confirm=True)
     )
     assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True, out
     assert nfd not in os.listdir(vault) and nfc in os.listdir(vault)
