@@ -23,7 +23,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sandbox import errors as sx
 from sandbox.root import FileIdentity
@@ -35,6 +35,7 @@ from ..security.replay import AlreadyUsed, ClaimNotRecorded, ReplayStore, StoreB
 from ..security.seal import Sealer
 from ..security.shown import distinguishable, shown
 from .catalog import CatalogUnavailable
+from .models import DeleteResult
 from .service import Located, NotesService, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
 
@@ -236,8 +237,8 @@ class DeleteFlow:
         responses: Mapping[str, Any] | None,
         *,
         hinted: bool = False,
-    ) -> InputRequired | dict[str, Any]:
-        """The retry: a result body, or the question again (expired, no answer). Refusals
+    ) -> InputRequired | DeleteResult:
+        """The retry: its result, or the question again (expired, no answer). Refusals
         raise ConsentRefused or ServiceError, each saying that nothing was deleted."""
         sealed = open_state(
             self.sealer,
@@ -293,7 +294,7 @@ class DeleteFlow:
 
     def _execute(
         self, args: Mapping[str, Any], chosen: Candidate, sealed: DeleteState, hinted: bool
-    ) -> dict[str, Any]:
+    ) -> DeleteResult:
         svc = self.service
         try:
             # Re-authorize and re-contain from the arguments, as on the first call: a grant
@@ -344,10 +345,13 @@ class DeleteFlow:
         message = f"Deleted '{chosen.note_id}'."
         if not recorded:
             message += " (The confirmation could not be recorded as used; it deletes nothing more.)"
-        body = _result(True, "deleted", message)
-        body.update(uri=target.uri, path=chosen.note_id)
-        return body
+        return _result(True, "deleted", message, uri=target.uri, path=chosen.note_id)
 
 
-def _result(deleted: bool, outcome: str, message: str) -> dict[str, Any]:
-    return {"deleted": deleted, "outcome": outcome, "message": message}
+def _result(
+    deleted: bool,
+    outcome: Literal["deleted", "declined", "cancelled", "not_confirmed"],
+    message: str,
+    **where: str,
+) -> DeleteResult:
+    return DeleteResult(deleted=deleted, outcome=outcome, message=message, **where)

@@ -26,6 +26,24 @@ from ..security.grants import Access, Grants, NotGranted, Workspace
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
 from .index import IndexProblem
 from .indexer import Catalogs
+from .models import (
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
+    MAX_LIST_LIMIT,
+    MAX_SEARCH_LIMIT,
+    IndexInfo,
+    Link,
+    MoveResult,
+    NotesListResult,
+    NotesReadResult,
+    NotesSearchResult,
+    NoteSummary,
+    SearchHit,
+    Snippet,
+    WorkspaceOut,
+    WorkspacesListResult,
+    WriteResult,
+)
 from .query import QueryError
 from .query import parse as parse_query
 from .schema import Row
@@ -34,12 +52,6 @@ from .store import Note, NoteError, NoteStore, display, iso_time
 log = logging.getLogger("fsnotes.notes")
 
 Components = tuple[str, ...]
-
-DEFAULT_LIST_LIMIT = 100
-MAX_LIST_LIMIT = 500  # a page of summaries stays well under a megabyte of JSON
-DEFAULT_SEARCH_LIMIT = 10
-MAX_SEARCH_LIMIT = 50  # results the model can actually read in one answer
-MAX_QUERY_CHARS = 500
 
 
 class ServiceError(Exception):
@@ -169,11 +181,13 @@ class NotesService:
 
     # --- tools ---------------------------------------------------------------------------
 
-    def workspaces_list(self) -> list[dict[str, str]]:
-        return [
-            {"uri": ws.uri, "name": ws.name, "access": access.label}
-            for ws, access in self.grants.granted(self.principal)
-        ]
+    def workspaces_list(self) -> WorkspacesListResult:
+        return WorkspacesListResult(
+            workspaces=[
+                WorkspaceOut(uri=ws.uri, name=ws.name, access=access.label)
+                for ws, access in self.grants.granted(self.principal)
+            ]
+        )
 
     def notes_list(
         self,
@@ -184,7 +198,7 @@ class NotesService:
         limit: int | None,
         *,
         hinted: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NotesListResult:
         ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
         loc = self.relative(ws, folder or "", allow_empty=True)
         self.check_folder(loc)
@@ -193,11 +207,14 @@ class NotesService:
         catalog = self.catalog(loc, fresh=True)
         with _unavailable():
             page = catalog.page(loc.parts, after, limit, tag)
-        notes = [_summary(ws, row) for row in page.rows]
         next_cursor = encode_cursor(page.last) if page.more and page.last else None
-        return {"notes": notes, "nextCursor": next_cursor, "index": index_info(page.status)}
+        return NotesListResult(
+            notes=[_summary(ws, row) for row in page.rows],
+            nextCursor=next_cursor,
+            index=index_info(page.status),
+        )
 
-    def notes_read(self, uri: str, start: int | None, end: int | None) -> dict[str, Any]:
+    def notes_read(self, uri: str, start: int | None, end: int | None) -> NotesReadResult:
         loc = self.locate(uri, Access.READ)
         note = self.read_located(loc)
         lines = note.text.splitlines()
@@ -213,21 +230,21 @@ class NotesService:
                     "lines; ask for a range within it."
                 )
             content = "\n".join(lines[first - 1 : last])
-        return {
-            "uri": loc.uri,
-            "path": display(loc.parts),
-            "title": note.meta.title,
-            "etag": note.etag,
-            "content": content,
-            "startLine": first,
-            "endLine": last,
-            "totalLines": total,
-            "frontmatter": note.meta.frontmatter,
-            "tags": note.meta.tags,
-            "links": note.meta.links,
-            "size": note.info.size,
-            "modified": iso_time(note.info.mtime_ns),
-        }
+        return NotesReadResult(
+            uri=loc.uri,
+            path=display(loc.parts),
+            title=note.meta.title,
+            etag=note.etag,
+            content=content,
+            startLine=first,
+            endLine=last,
+            totalLines=total,
+            frontmatter=note.meta.frontmatter,
+            tags=note.meta.tags,
+            links=[Link.model_validate(link) for link in note.meta.links],
+            size=note.info.size,
+            modified=iso_time(note.info.mtime_ns),
+        )
 
     def notes_search(
         self,
@@ -238,7 +255,7 @@ class NotesService:
         limit: int | None,
         *,
         hinted: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NotesSearchResult:
         ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
         loc = self.relative(ws, folder or "", allow_empty=True)
         self.check_folder(loc)
@@ -251,28 +268,28 @@ class NotesService:
         with _unavailable():
             found = catalog.search(terms, loc.parts, tag, limit)
         results = [
-            {
-                "uri": lexical.to_file_uri(ws.components + hit.row.parts),
-                "path": display(hit.row.parts),
-                "title": hit.row.title,
-                "score": hit.score,
-                "snippets": (
-                    [{"line": hit.excerpt.line, "text": hit.excerpt.text}] if hit.excerpt else []
+            SearchHit(
+                uri=lexical.to_file_uri(ws.components + hit.row.parts),
+                path=display(hit.row.parts),
+                title=hit.row.title,
+                score=hit.score,
+                snippets=(
+                    [Snippet(line=hit.excerpt.line, text=hit.excerpt.text)] if hit.excerpt else []
                 ),
-            }
+            )
             for hit in found.hits
         ]
-        return {
-            "results": results,
-            "total": found.total,
-            "rankedAll": found.ranked_all,
-            "scanned": found.scanned,
-            "index": index_info(found.status),
-        }
+        return NotesSearchResult(
+            results=results,
+            total=found.total,
+            rankedAll=found.ranked_all,
+            scanned=found.scanned,
+            index=index_info(found.status),
+        )
 
     def notes_create(
         self, workspace_uri: str | None, path: str, content: str, *, hinted: bool = False
-    ) -> dict[str, Any]:
+    ) -> WriteResult:
         ws = self.workspace(workspace_uri, Access.WRITE, hinted=hinted)
         loc = self.relative(ws, path)
         try:
@@ -280,7 +297,7 @@ class NotesService:
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
         self.after_write(loc, lambda c: c.wrote(loc.parts, content, etag, info))
-        return {"uri": loc.uri, "path": display(loc.parts), "etag": etag, "size": info.size}
+        return WriteResult(uri=loc.uri, path=display(loc.parts), etag=etag, size=info.size)
 
     def notes_update(
         self,
@@ -288,7 +305,7 @@ class NotesService:
         content: str | None,
         edits: Sequence[tuple[str, str]] | None,
         etag: str | None,
-    ) -> dict[str, Any]:
+    ) -> WriteResult:
         loc = self.locate(uri, Access.WRITE)
         written: list[str] = []
 
@@ -314,9 +331,9 @@ class NotesService:
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
         self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
-        return {"uri": loc.uri, "path": display(loc.parts), "etag": new_etag, "size": info.size}
+        return WriteResult(uri=loc.uri, path=display(loc.parts), etag=new_etag, size=info.size)
 
-    def notes_move(self, uri: str, new_path: str, etag: str | None) -> dict[str, Any]:
+    def notes_move(self, uri: str, new_path: str, etag: str | None) -> MoveResult:
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
         try:
@@ -325,12 +342,9 @@ class NotesService:
             failing = dst.parts if isinstance(exc, sx.AlreadyExists) else loc.parts
             raise ServiceError(explain(exc, failing)) from None
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
-        return {
-            "uri": dst.uri,
-            "path": display(dst.parts),
-            "previousUri": loc.uri,
-            "etag": moved_etag,
-        }
+        return MoveResult(
+            uri=dst.uri, path=display(dst.parts), previousUri=loc.uri, etag=moved_etag
+        )
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -395,40 +409,41 @@ def _unavailable() -> Iterator[None]:
         ) from None
 
 
-def index_info(status: IndexStatus) -> dict[str, Any]:
+def index_info(status: IndexStatus) -> IndexInfo:
     """What a result says about the index it was answered from."""
-    info: dict[str, Any] = {
-        "complete": status.complete,
-        "indexedNotes": status.notes,
-        "skippedFolders": status.skipped_folders,
-    }
+    message = None
     if not status.complete:
         progress = (
             f"{status.done:,} of {status.total:,} notes indexed"
             if status.total
             else "listing the workspace's folders"
         )
-        info["message"] = (
+        message = (
             f"The workspace is still being indexed ({progress}); these results cover only "
             "the notes indexed so far. Ask again shortly for complete results."
         )
     elif status.skipped_folders:
-        info["message"] = (
+        message = (
             f"{status.skipped_folders} folder(s) were not indexed: nested deeper than "
             f"{lexical.MAX_DEPTH} levels or holding too many entries."
         )
-    return info
+    return IndexInfo(
+        complete=status.complete,
+        indexedNotes=status.notes,
+        skippedFolders=status.skipped_folders,
+        message=message,
+    )
 
 
-def _summary(ws: Workspace, row: Row) -> dict[str, Any]:
-    return {
-        "uri": lexical.to_file_uri(ws.components + row.parts),
-        "path": display(row.parts),
-        "title": row.title,
-        "size": row.size,
-        "modified": iso_time(row.mtime_ns),
-        "tags": list(row.tags),
-    }
+def _summary(ws: Workspace, row: Row) -> NoteSummary:
+    return NoteSummary(
+        uri=lexical.to_file_uri(ws.components + row.parts),
+        path=display(row.parts),
+        title=row.title,
+        size=row.size,
+        modified=iso_time(row.mtime_ns),
+        tags=list(row.tags),
+    )
 
 
 def _inside(base: Components, target: Components) -> bool:

@@ -1,18 +1,18 @@
-"""The notes tools: argument and result models, descriptors, and thin async handlers.
+"""The notes tools: descriptors and thin async handlers over the service.
 
-Tool and argument names are fixed (hosts script against them). Each argument model
-generates the tool's ``inputSchema`` and validates its arguments; each result model
-generates its ``outputSchema``. Handlers run the synchronous service in a worker thread so
-that the protocol loop keeps serving other requests while a handler does file I/O.
+Tool and argument names are fixed (hosts script against them); their argument and result
+models are :mod:`fsnotes.notes.models`. A handler receives its validated argument model
+and returns the service's result model (or, for a delete, the question to ask). Handlers run
+the synchronous service in a worker thread so that the protocol loop keeps serving other
+requests while a handler does file I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..protocol.registry import (
     InputRequired,
@@ -20,252 +20,40 @@ from ..protocol.registry import (
     Tool,
     ToolAnnotations,
     ToolError,
-    ToolResult,
 )
 from ..security.consent import ConsentRefused
 from ..security.grants import NotGranted
 from .catalog import Catalog
 from .confirm import DeleteFlow
 from .indexer import until_indexed
-from .service import (
-    MAX_LIST_LIMIT,
-    MAX_QUERY_CHARS,
-    MAX_SEARCH_LIMIT,
-    NotesService,
-    ServiceError,
+from .models import (
+    DeleteResult,
+    MoveResult,
+    NotesCreateArgs,
+    NotesDeleteArgs,
+    NotesListArgs,
+    NotesListResult,
+    NotesMoveArgs,
+    NotesReadArgs,
+    NotesReadResult,
+    NotesSearchArgs,
+    NotesSearchResult,
+    NotesUpdateArgs,
+    WorkspacesListArgs,
+    WorkspacesListResult,
+    WriteResult,
 )
+from .service import NotesService, ServiceError
+
+T = TypeVar("T")
 
 
-class _Args(BaseModel):
-    # Unknown arguments are refused rather than ignored: a misspelt 'etag' must not turn a
-    # guarded update into an unguarded one.
-    model_config = ConfigDict(extra="forbid")
-
-
-_WS = Field(
-    default=None,
-    description="The workspace's file:// URI from workspaces_list. May be omitted only when "
-    "you have exactly one workspace.",
-)
-
-
-# --- arguments -----------------------------------------------------------------------------
-
-
-class WorkspacesListArgs(_Args):
-    pass
-
-
-class NotesListArgs(_Args):
-    workspaceUri: str | None = _WS
-    folder: str | None = Field(
-        default=None, description="Only notes below this folder (relative to the workspace)."
-    )
-    tag: str | None = Field(default=None, description="Only notes with this tag (without '#').")
-    cursor: str | None = Field(default=None, description="nextCursor from a previous page.")
-    limit: int | None = Field(default=None, ge=1, le=MAX_LIST_LIMIT, description="Page size.")
-
-
-class NotesReadArgs(_Args):
-    uri: str = Field(description="The note's file:// URI (from notes_list or notes_search).")
-    startLine: int | None = Field(default=None, ge=1, description="First line (1-based).")
-    endLine: int | None = Field(default=None, ge=1, description="Last line, inclusive.")
-
-
-class NotesSearchArgs(_Args):
-    workspaceUri: str | None = _WS
-    query: str = Field(
-        min_length=1,
-        max_length=MAX_QUERY_CHARS,
-        description="Words to find, all of them (case and accents ignored, English word "
-        'endings too: plan finds planned); "quoted phrase" for words in that order; prefix* '
-        "for words starting with prefix. Nothing else is syntax.",
-    )
-    folder: str | None = Field(default=None, description="Only notes below this folder.")
-    tag: str | None = Field(default=None, description="Only notes with this tag.")
-    limit: int | None = Field(default=None, ge=1, le=MAX_SEARCH_LIMIT)
-
-
-class NotesCreateArgs(_Args):
-    workspaceUri: str | None = _WS
-    path: str = Field(
-        description="Relative path of the new note, e.g. 'projects/plan.md'. Missing folders "
-        "are created; an existing note is never overwritten."
-    )
-    content: str = Field(description="The note's full text (Markdown).")
-
-
-class Edit(_Args):
-    oldText: str = Field(min_length=1, description="Exact text to replace; must occur once.")
-    newText: str = Field(description="Replacement text.")
-
-
-class NotesUpdateArgs(_Args):
-    uri: str = Field(description="The note's file:// URI.")
-    content: str | None = Field(default=None, description="The new full text (or use edits).")
-    edits: list[Edit] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=100,
-        description="Exact replacements applied in order (or use content).",
-    )
-    etag: str | None = Field(
-        default=None,
-        description="The etag from notes_read; if the note changed since, nothing is written.",
-    )
-
-    @model_validator(mode="after")
-    def _one_of(self) -> NotesUpdateArgs:
-        if (self.content is None) == (self.edits is None):
-            raise ValueError("give exactly one of 'content' or 'edits'")
-        return self
-
-
-class NotesMoveArgs(_Args):
-    uri: str = Field(description="The note's file:// URI.")
-    newPath: str = Field(description="New relative path in the same workspace; never overwrites.")
-    etag: str | None = Field(default=None, description="The etag from notes_read, to guard it.")
-
-
-class NotesDeleteArgs(_Args):
-    workspaceUri: str | None = _WS
-    title: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Delete a note whose title contains this (case-insensitive); the person "
-        "picks among the matches.",
-    )
-    uri: str | None = Field(default=None, description="Or: the exact note's file:// URI.")
-
-    @model_validator(mode="after")
-    def _one_of(self) -> NotesDeleteArgs:
-        if (self.title is None) == (self.uri is None):
-            raise ValueError("give exactly one of 'title' (with workspaceUri) or 'uri'")
-        if self.uri is not None and self.workspaceUri is not None:
-            raise ValueError(
-                "'workspaceUri' goes with 'title'; a 'uri' already names its workspace"
-            )
-        return self
-
-
-# --- results -------------------------------------------------------------------------------
-
-
-class WorkspaceOut(BaseModel):
-    uri: str
-    name: str
-    access: Literal["read", "write", "delete"]
-
-
-class WorkspacesListResult(BaseModel):
-    workspaces: list[WorkspaceOut]
-
-
-class NoteSummary(BaseModel):
-    uri: str
-    path: str
-    title: str
-    size: int
-    modified: str = Field(description="Last modification, ISO 8601 UTC.")
-    tags: list[str]
-
-
-class IndexInfo(BaseModel):
-    complete: bool = Field(
-        description="False while the workspace's first indexing runs: the answer then covers "
-        "only the notes indexed so far."
-    )
-    indexedNotes: int = Field(description="Notes in the workspace's index.")
-    skippedFolders: int = Field(
-        description="Folders left out of the index: nested deeper than a note may be, or "
-        "holding too many entries."
-    )
-    message: str | None = Field(default=None, description="Why the answer may be incomplete.")
-
-
-class NotesListResult(BaseModel):
-    notes: list[NoteSummary]
-    nextCursor: str | None = None
-    index: IndexInfo
-
-
-class Link(BaseModel):
-    type: Literal["wikilink", "markdown"]
-    target: str
-
-
-class NotesReadResult(BaseModel):
-    uri: str
-    path: str
-    title: str
-    etag: str = Field(description="Pass to notes_update/notes_move to guard against changes.")
-    content: str
-    startLine: int
-    endLine: int
-    totalLines: int
-    frontmatter: dict[str, Any]
-    tags: list[str]
-    links: list[Link]
-    size: int
-    modified: str
-
-
-class Snippet(BaseModel):
-    line: int
-    text: str
-
-
-class SearchHit(BaseModel):
-    uri: str
-    path: str
-    title: str
-    score: float
-    snippets: list[Snippet]
-
-
-class NotesSearchResult(BaseModel):
-    results: list[SearchHit]
-    total: int = Field(description="How many notes matched (results holds the best 'limit').")
-    rankedAll: bool = Field(
-        description="False when more notes matched than are ranked one by one (the 2,000 "
-        "most recently changed, plus the newest with every word in the title or path): "
-        "the best of the rest may be missing; narrow the query, folder or tag."
-    )
-    scanned: int = Field(description="How many notes were searched (those in scope).")
-    index: IndexInfo
-
-
-class WriteResult(BaseModel):
-    uri: str
-    path: str
-    etag: str
-    size: int
-
-
-class MoveResult(BaseModel):
-    uri: str
-    path: str
-    previousUri: str
-    etag: str
-
-
-class DeleteResult(BaseModel):
-    deleted: bool
-    outcome: Literal["deleted", "declined", "cancelled", "not_confirmed"]
-    message: str
-    uri: str | None = None
-    path: str | None = None
-
-
-# --- handlers ------------------------------------------------------------------------------
-
-
-async def _run(fn: Callable[[], dict[str, Any]], model: type[BaseModel]) -> ToolResult:
+async def _call(fn: Callable[[], T]) -> T:
+    """Run the synchronous service in a worker thread; its refusals become tool errors."""
     try:
-        body = await anyio.to_thread.run_sync(fn)
-    except (ServiceError, NotGranted) as exc:
+        return await anyio.to_thread.run_sync(fn)
+    except (ServiceError, NotGranted, ConsentRefused) as exc:
         raise ToolError(str(exc)) from None
-    return ToolResult(structured=model.model_validate(body))
 
 
 def _read_only(title: str) -> ToolAnnotations:
@@ -286,58 +74,47 @@ def _hinted(ctx: RequestContext) -> bool:
     return ctx.era == "legacy"
 
 
-def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
+def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, Any]]:
     """The notes tools over one service (one principal's view of its workspaces)."""
 
-    async def workspaces_list(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        return await _run(lambda: {"workspaces": service.workspaces_list()}, WorkspacesListResult)
+    async def workspaces_list(ctx: RequestContext, a: WorkspacesListArgs) -> WorkspacesListResult:
+        return await _call(service.workspaces_list)
 
-    async def notes_list(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        a = NotesListArgs.model_validate(args)
-        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx)))
-        return await _run(
+    async def notes_list(ctx: RequestContext, a: NotesListArgs) -> NotesListResult:
+        hinted = _hinted(ctx)
+        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=hinted))
+        return await _call(
             lambda: service.notes_list(
-                a.workspaceUri, a.folder, a.tag, a.cursor, a.limit, hinted=_hinted(ctx)
-            ),
-            NotesListResult,
+                a.workspaceUri, a.folder, a.tag, a.cursor, a.limit, hinted=hinted
+            )
         )
 
-    async def notes_read(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        a = NotesReadArgs.model_validate(args)
-        return await _run(
-            lambda: service.notes_read(a.uri, a.startLine, a.endLine), NotesReadResult
-        )
+    async def notes_read(ctx: RequestContext, a: NotesReadArgs) -> NotesReadResult:
+        return await _call(lambda: service.notes_read(a.uri, a.startLine, a.endLine))
 
-    async def notes_search(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        a = NotesSearchArgs.model_validate(args)
-        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx)))
-        return await _run(
+    async def notes_search(ctx: RequestContext, a: NotesSearchArgs) -> NotesSearchResult:
+        hinted = _hinted(ctx)
+        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=hinted))
+        return await _call(
             lambda: service.notes_search(
-                a.workspaceUri, a.query, a.folder, a.tag, a.limit, hinted=_hinted(ctx)
-            ),
-            NotesSearchResult,
+                a.workspaceUri, a.query, a.folder, a.tag, a.limit, hinted=hinted
+            )
         )
 
-    async def notes_create(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        a = NotesCreateArgs.model_validate(args)
-        return await _run(
-            lambda: service.notes_create(a.workspaceUri, a.path, a.content, hinted=_hinted(ctx)),
-            WriteResult,
+    async def notes_create(ctx: RequestContext, a: NotesCreateArgs) -> WriteResult:
+        hinted = _hinted(ctx)
+        return await _call(
+            lambda: service.notes_create(a.workspaceUri, a.path, a.content, hinted=hinted)
         )
 
-    async def notes_update(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        a = NotesUpdateArgs.model_validate(args)
+    async def notes_update(ctx: RequestContext, a: NotesUpdateArgs) -> WriteResult:
         edits = [(e.oldText, e.newText) for e in a.edits] if a.edits is not None else None
-        return await _run(
-            lambda: service.notes_update(a.uri, a.content, edits, a.etag), WriteResult
-        )
+        return await _call(lambda: service.notes_update(a.uri, a.content, edits, a.etag))
 
-    async def notes_move(ctx: RequestContext, args: BaseModel) -> ToolResult:
-        a = NotesMoveArgs.model_validate(args)
-        return await _run(lambda: service.notes_move(a.uri, a.newPath, a.etag), MoveResult)
+    async def notes_move(ctx: RequestContext, a: NotesMoveArgs) -> MoveResult:
+        return await _call(lambda: service.notes_move(a.uri, a.newPath, a.etag))
 
-    async def notes_delete(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequired:
-        a = NotesDeleteArgs.model_validate(args)
+    async def notes_delete(ctx: RequestContext, a: NotesDeleteArgs) -> DeleteResult | InputRequired:
         if ctx.era == "legacy" and not ctx.supports_elicitation("form"):
             # The modern era answers -32021 (the core does that for an InputRequired the
             # request's capabilities cannot carry); a legacy host gets a sentence instead.
@@ -348,23 +125,12 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool]:
             )
         bound = a.model_dump(mode="json", exclude_none=True)
         state = ctx.request_state
+        hinted = _hinted(ctx)
         if a.title is not None and state is None:
-            await _indexed(
-                ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=_hinted(ctx))
-            )
-
-        def step() -> InputRequired | dict[str, Any]:
-            if state is None:
-                return deletes.ask(bound, hinted=_hinted(ctx))
-            return deletes.resume(bound, state, ctx.input_responses, hinted=_hinted(ctx))
-
-        try:
-            outcome = await anyio.to_thread.run_sync(step)
-        except (ServiceError, NotGranted, ConsentRefused) as exc:
-            raise ToolError(str(exc)) from None
-        if isinstance(outcome, InputRequired):
-            return outcome
-        return ToolResult(structured=DeleteResult.model_validate(outcome))
+            await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=hinted))
+        if state is None:
+            return await _call(lambda: deletes.ask(bound, hinted=hinted))
+        return await _call(lambda: deletes.resume(bound, state, ctx.input_responses, hinted=hinted))
 
     return [
         Tool(

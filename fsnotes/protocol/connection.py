@@ -285,7 +285,7 @@ T = TypeVar("T")
 
 @dataclass
 class _ToolEntry:
-    tool: Tool
+    tool: Tool[Any, Any]
     input_schema: JSONObject
     descriptor: JSONObject
 
@@ -997,7 +997,7 @@ class ServerConnection:
     # --- tools -------------------------------------------------------------------------------
 
     @staticmethod
-    def _describe(tool: Tool) -> _ToolEntry:
+    def _describe(tool: Tool[Any, Any]) -> _ToolEntry:
         input_schema = model_schema(tool.input_model)
         descriptor: JSONObject = {
             "name": tool.name,
@@ -1080,7 +1080,10 @@ class ServerConnection:
             )
 
         async def call(ctx: RequestContext) -> ToolResult | InputRequired:
-            return await tool.handler(ctx, model)
+            outcome = await tool.handler(ctx, model)
+            if isinstance(outcome, BaseModel):
+                return ToolResult(structured=outcome)  # the tool's result model
+            return outcome
 
         try:
             outcome = await self._drive(request, peer, call)

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -307,7 +307,13 @@ class RequestContext:
 
 # --- tools ---------------------------------------------------------------------------------
 
-ToolHandler = Callable[[RequestContext, BaseModel], Awaitable[ToolResult | InputRequired]]
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+# A handler receives the validated argument model (never a raw mapping) and answers with its
+# result model (the core sends it as structuredContent, and the same JSON as text), a
+# ToolResult when it needs to shape the answer itself, or InputRequired.
+ToolHandler = Callable[[RequestContext, ArgsT], Awaitable[ResultT | ToolResult | InputRequired]]
 
 
 @dataclass(frozen=True)
@@ -322,16 +328,17 @@ class ToolAnnotations:
 
 
 @dataclass(frozen=True)
-class Tool:
-    """A tool: its argument model validates ``arguments`` and generates ``inputSchema``."""
+class Tool(Generic[ArgsT, ResultT]):
+    """A tool: its argument model validates ``arguments`` and generates ``inputSchema``;
+    its result model generates ``outputSchema``. ``Tool[Args, Result]`` types the handler."""
 
     name: str
     title: str
     description: str
-    input_model: type[BaseModel]
-    output_model: type[BaseModel] | None
+    input_model: type[ArgsT]
+    output_model: type[ResultT] | None
     annotations: ToolAnnotations
-    handler: ToolHandler
+    handler: Callable[[RequestContext, ArgsT], Awaitable[ResultT | ToolResult | InputRequired]]
 
 
 # --- resources and prompts -----------------------------------------------------------------
@@ -391,7 +398,7 @@ class App:
     version: str
     title: str | None
     instructions: str | None
-    tools: Sequence[Tool]
+    tools: Sequence[Tool[Any, Any]]
     resources: ResourceProvider | None = None
     # Legacy only: after notifications/initialized (if the client declared roots) and after each
     # notifications/roots/list_changed the core asks roots/list and hands the roots here. Errors

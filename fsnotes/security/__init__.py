@@ -1,9 +1,9 @@
 """Who may do what, and proof that a request is the one a person confirmed.
 
-Grants (principals, workspaces, access levels), sealed request state and its keyring, the
-replay store that makes a confirmation usable once, the state directory's files and locks,
-the rendering of values a person must judge (``shown``) and the SQLite settings shared by
-our databases.
+Grants (principals, workspaces, access levels), sealed request state and its keyring, what
+a sealed question is bound to and what the answer said (``consent``), the replay store that
+makes a confirmation usable once, the state directory's files and locks, the rendering of
+values a person must judge (``shown``) and the SQLite settings shared by our databases.
 
 ``__all__`` is what other packages use (``statedir`` and ``shown`` as whole modules: the
 module ``shown`` would hide a function of that name here anyway). Each is imported
@@ -18,22 +18,26 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import shown, statedir
+    from .consent import Binding, ConsentRefused, Subject, answer_of, open_state
     from .grants import Access, Grant, Grants, NotGranted, Workspace
-    from .replay import AlreadyUsed, ReplayStore, SQLiteReplayStore, StoreBusy, StoreFull
-    from .seal import (
-        Keyring,
-        Sealer,
-        StateExpired,
-        StateInvalid,
-        StateUnknownKey,
-        digest_arguments,
+    from .replay import (
+        AlreadyUsed,
+        ClaimNotRecorded,
+        ReplayStore,
+        SQLiteReplayStore,
+        StoreBusy,
+        StoreFull,
     )
+    from .seal import Keyring, Sealer
     from .shown import distinguishable, has_hidden
     from .sqlite import LocalDB
 
 __all__ = [
     "Access",
     "AlreadyUsed",
+    "Binding",
+    "ClaimNotRecorded",
+    "ConsentRefused",
     "Grant",
     "Grants",
     "Keyring",
@@ -42,15 +46,14 @@ __all__ = [
     "ReplayStore",
     "SQLiteReplayStore",
     "Sealer",
-    "StateExpired",
-    "StateInvalid",
-    "StateUnknownKey",
     "StoreBusy",
     "StoreFull",
+    "Subject",
     "Workspace",
-    "digest_arguments",
+    "answer_of",
     "distinguishable",
     "has_hidden",
+    "open_state",
     "shown",
     "statedir",
 ]
@@ -60,6 +63,9 @@ __all__ = [
 _HOME = {
     "Access": "grants",
     "AlreadyUsed": "replay",
+    "Binding": "consent",
+    "ClaimNotRecorded": "replay",
+    "ConsentRefused": "consent",
     "Grant": "grants",
     "Grants": "grants",
     "Keyring": "seal",
@@ -68,15 +74,14 @@ _HOME = {
     "ReplayStore": "replay",
     "SQLiteReplayStore": "replay",
     "Sealer": "seal",
-    "StateExpired": "seal",
-    "StateInvalid": "seal",
-    "StateUnknownKey": "seal",
     "StoreBusy": "replay",
     "StoreFull": "replay",
+    "Subject": "consent",
     "Workspace": "grants",
-    "digest_arguments": "seal",
+    "answer_of": "consent",
     "distinguishable": "shown",
     "has_hidden": "shown",
+    "open_state": "consent",
     "shown": "shown",
     "statedir": "statedir",
 }

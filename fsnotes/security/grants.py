@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError, TooDeep
@@ -38,8 +39,15 @@ class Access(enum.IntEnum):
             ) from None
 
     @property
-    def label(self) -> str:
-        return self.name.lower()
+    def label(self) -> Literal["read", "write", "delete"]:
+        return _LABELS[self]
+
+
+_LABELS: dict[Access, Literal["read", "write", "delete"]] = {
+    Access.READ: "read",
+    Access.WRITE: "write",
+    Access.DELETE: "delete",
+}
 
 
 class NotGranted(Exception):

@@ -515,9 +515,8 @@ def _client_label(info: Mapping[str, Any] | None) -> str | None:
     return text or None
 
 
-def build_setup_tool(flow: SetupFlow) -> Tool:
-    async def notes_setup(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequired:
-        assert isinstance(args, SetupArgs)
+def build_setup_tool(flow: SetupFlow) -> Tool[SetupArgs, SetupResult]:
+    async def notes_setup(ctx: RequestContext, args: SetupArgs) -> ToolResult | InputRequired:
         return await flow.handle(ctx, args)
 
     return Tool(

@@ -26,7 +26,7 @@ def catalog_of(server: Server) -> Catalog:
 
 
 def paths(found: dict[str, object]) -> list[str]:
-    return [str(r["path"]) for r in found["results"]]  # type: ignore[attr-defined]
+    return [str(r.path) for r in found.results]  # type: ignore[attr-defined]
 
 
 # --- ranking -----------------------------------------------------------------------------
@@ -38,7 +38,7 @@ def test_a_title_match_ranks_above_a_body_full_of_the_word(server: Server, vault
     (vault / "shopping.md").write_text("# Shopping\n\nshed shed shed shed shed\n")
     found = server.service.notes_search(None, "shed", None, None, None)
     assert paths(found)[:2] == ["garden/shed.md", "shopping.md"]
-    scores = [r["score"] for r in found["results"]]  # type: ignore[index]
+    scores = [r.score for r in found.results]  # type: ignore[index]
     assert scores == sorted(scores, reverse=True)
     assert scores[0] > 2 > scores[1]  # title and path tiers: +2; the body match alone: <= 1
 
@@ -53,9 +53,9 @@ def test_beyond_the_ranking_window_title_matches_still_come_first_and_total_is_e
     for i in range(8):
         (vault / f"n{i}.md").write_text(f"# Note {i}\n\nThe kettle, again.\n")
     found = svc.notes_search(None, "kettle", None, None, 3)  # the window is never below a page
-    assert found["total"] == 9  # counted in full, not just the window
+    assert found.total == 9  # counted in full, not just the window
     assert paths(found)[0] == "old.md"  # outside the 3 newest, still first by its title
-    assert len(found["results"]) == 3  # type: ignore[arg-type]
+    assert len(found.results) == 3  # type: ignore[arg-type]
 
 
 def test_every_hit_has_an_excerpt_on_the_line_of_its_match(server: Server, vault: Path) -> None:
@@ -63,10 +63,10 @@ def test_every_hit_has_an_excerpt_on_the_line_of_its_match(server: Server, vault
         "---\ntags: [x]\n---\n# Long\n\n" + "filler words here\n" * 40 + "the copper kettle\n"
     )
     found = server.service.notes_search(None, '"copper kettle"', None, None, None)
-    [hit] = found["results"]  # type: ignore[misc]
-    [snippet] = hit["snippets"]
-    assert snippet["text"].endswith("the **copper kettle**")  # a phrase is marked as one
-    assert snippet["line"] == 46  # frontmatter (3 lines) + heading + blank + 40 fillers + 1
+    [hit] = found.results  # type: ignore[misc]
+    [snippet] = hit.snippets
+    assert snippet.text.endswith("the **copper kettle**")  # a phrase is marked as one
+    assert snippet.line == 46  # frontmatter (3 lines) + heading + blank + 40 fillers + 1
 
 
 # --- query syntax --------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def test_the_index_scope_words_cannot_be_reached_from_a_query(server: Server) ->
     from fsnotes.notes.schema import key_of, scope_token
 
     token = scope_token("f", key_of(("projects",)))
-    assert server.service.notes_search(None, token, None, None, None)["total"] == 0
+    assert server.service.notes_search(None, token, None, None, None).total == 0
     with pytest.raises(ServiceError):
         server.service.notes_search(None, token[:2] + "*", None, None, None)
 
@@ -135,12 +135,12 @@ def test_a_cursor_stays_valid_while_notes_are_added_and_removed(
 ) -> None:
     svc = server.service
     first = svc.notes_list(None, None, None, None, 2)
-    assert [n["path"] for n in first["notes"]] == ["inbox.md", "journal/2026-11-28.md"]
+    assert [n.path for n in first.notes] == ["inbox.md", "journal/2026-11-28.md"]
     (vault / "aaa.md").write_text("# before the cursor\n")  # sorts before: never shown now
     (vault / "projects" / "budget.md").unlink()  # after the cursor: simply gone
     (vault / "projects" / "new.md").write_text("# new\n")
-    rest = svc.notes_list(None, None, None, first["nextCursor"], 10)
-    assert [n["path"] for n in rest["notes"]] == [
+    rest = svc.notes_list(None, None, None, first.nextCursor, 10)
+    assert [n.path for n in rest.notes] == [
         "projects/new.md",
         "projects/plan.md",
         "readme.txt",
@@ -149,16 +149,20 @@ def test_a_cursor_stays_valid_while_notes_are_added_and_removed(
 
 def test_a_tag_filter_matches_nested_tags_and_case(server: Server) -> None:
     svc = server.service
-    listed = [n["path"] for n in svc.notes_list(None, None, "WORK", None, None)["notes"]]
+    listed = [n.path for n in svc.notes_list(None, None, "WORK", None, None).notes]
     assert listed == ["projects/budget.md", "projects/plan.md"]
-    nested = [n["path"] for n in svc.notes_list(None, None, "#work/money", None, None)["notes"]]
+    nested = [n.path for n in svc.notes_list(None, None, "#work/money", None, None).notes]
     assert nested == ["projects/budget.md"]
-    assert svc.notes_list(None, None, "wor", None, None)["notes"] == []
+    assert svc.notes_list(None, None, "wor", None, None).notes == []
 
 
 def test_results_say_how_complete_the_index_is(server: Server) -> None:
     page = server.service.notes_list(None, None, None, None, None)
-    assert page["index"] == {"complete": True, "indexedNotes": 5, "skippedFolders": 0}
+    assert page.index.model_dump(exclude_none=True) == {
+        "complete": True,
+        "indexedNotes": 5,
+        "skippedFolders": 0,
+    }
 
 
 # --- freshness -------------------------------------------------------------------------------
@@ -216,8 +220,8 @@ def test_a_folder_too_deep_for_any_uri_is_skipped_and_counted(server: Server, va
     svc = server.service
     found = svc.notes_search(None, "deep", None, None, None)
     assert paths(found) == ["/".join(["d"] * 127 + ["kept.md"])]
-    assert found["index"]["skippedFolders"] == 1  # type: ignore[index]
-    assert "too many entries" in found["index"]["message"]  # type: ignore[index]
+    assert found.index.skippedFolders == 1  # type: ignore[index]
+    assert "too many entries" in found.index.message  # type: ignore[index]
 
 
 def test_our_leftovers_are_swept_by_the_scan(server: Server, vault: Path) -> None:
@@ -262,7 +266,7 @@ def test_a_damaged_or_outdated_index_is_rebuilt_and_logged(
     again = build(cfg)
     try:
         found = again.service.notes_search(None, "plan", None, None, None)
-        if damage == "truncate" and not found["results"]:
+        if damage == "truncate" and not found.results:
             # A truncation SQLite only notices when a query reads the lost pages: that
             # query says the index is being rebuilt; the next one is complete again.
             found = again.service.notes_search(None, "plan", None, None, None)
@@ -294,7 +298,7 @@ def test_an_index_follows_the_workspace_directory_not_its_path(vault: Path, tmp_
     other.mkdir()  # a new directory at the old path: its own, empty index
     third = build(load(workspaces=[str(other)], state_dir=str(state), principal="a", env={}))
     try:
-        assert third.service.notes_list(None, None, None, None, None)["notes"] == []
+        assert third.service.notes_list(None, None, None, None, None).notes == []
     finally:
         third.close()
     assert len(list((state / "index").glob("ws-*.sqlite3"))) == 2

@@ -15,6 +15,7 @@ import pytest
 
 from fsnotes.config import load
 from fsnotes.notes.confirm import CONFIRM_KEY, STATE_LIFETIME_S
+from fsnotes.notes.models import DeleteResult
 from fsnotes.notes.service import ServiceError
 from fsnotes.protocol.registry import ElicitForm, InputRequired
 from fsnotes.security.consent import ConsentRefused
@@ -30,12 +31,14 @@ class Outcome:
     error: str | None = None
 
 
-def settle(call: Callable[[], InputRequired | dict[str, Any]]) -> InputRequired | Outcome:
+def settle(call: Callable[[], InputRequired | DeleteResult]) -> InputRequired | Outcome:
     try:
         out = call()
     except (ConsentRefused, ServiceError, NotGranted) as exc:  # the flow's one error style
         return Outcome(error=str(exc))
-    return out if isinstance(out, InputRequired) else Outcome(body=out)
+    if isinstance(out, InputRequired):
+        return out
+    return Outcome(body=out.model_dump(exclude_none=True))
 
 
 def resume(

@@ -215,9 +215,9 @@ def test_search_results_equal_a_brute_force_scan(
                     )
                     expected[path] = tier
             found = server.service.notes_search(None, query, folder, tag, 50)
-            paths = [r["path"] for r in found["results"]]
+            paths = [r.path for r in found.results]
             assert set(paths) == set(expected), (query, folder, tag)
-            assert found["total"] == len(expected)
+            assert found.total == len(expected)
             tiers = [expected[p] for p in paths]
             assert tiers == sorted(tiers, reverse=True), (query, paths, tiers)
     finally:

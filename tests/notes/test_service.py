@@ -19,7 +19,7 @@ def uri(vault: Path, rel: str) -> str:
 
 
 def test_workspaces_list(server: Server, vault: Path) -> None:
-    assert server.service.workspaces_list() == [
+    assert server.service.workspaces_list().model_dump()["workspaces"] == [
         {"uri": vault.as_uri(), "name": "notes", "access": "delete"}
     ]
 
@@ -27,15 +27,15 @@ def test_workspaces_list(server: Server, vault: Path) -> None:
 def test_list_skips_hidden_non_notes_and_paginates(server: Server, vault: Path) -> None:
     svc = server.service
     page = svc.notes_list(None, None, None, None, 2)
-    assert [n["path"] for n in page["notes"]] == ["inbox.md", "journal/2026-11-28.md"]
-    rest = svc.notes_list(None, None, None, page["nextCursor"], 10)
-    assert [n["path"] for n in rest["notes"]] == [
+    assert [n.path for n in page.notes] == ["inbox.md", "journal/2026-11-28.md"]
+    rest = svc.notes_list(None, None, None, page.nextCursor, 10)
+    assert [n.path for n in rest.notes] == [
         "projects/budget.md",
         "projects/plan.md",
         "readme.txt",
     ]
-    assert rest["nextCursor"] is None
-    assert [n["path"] for n in svc.notes_list(None, "projects", "work", None, None)["notes"]] == [
+    assert rest.nextCursor is None
+    assert [n.path for n in svc.notes_list(None, "projects", "work", None, None).notes] == [
         "projects/budget.md",
         "projects/plan.md",
     ]
@@ -53,7 +53,7 @@ def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault
     with open(os.fsencode(vault) + b"/dir\xff/latin1-\xe9.md", "w") as f:
         f.write("# plan l\n")
     svc = server.service
-    listed = [n["path"] for n in svc.notes_list(None, None, None, None, None)["notes"]]
+    listed = [n.path for n in svc.notes_list(None, None, None, None, None).notes]
     assert listed == [
         "inbox.md",
         "journal/2026-11-28.md",
@@ -61,7 +61,7 @@ def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault
         "projects/plan.md",
         "readme.txt",
     ]
-    found = {r["path"] for r in svc.notes_search(None, "plan", None, None, None)["results"]}
+    found = {r.path for r in svc.notes_search(None, "plan", None, None, None).results}
     assert found == {
         "projects/plan.md",
         "projects/budget.md",
@@ -106,7 +106,7 @@ def test_a_note_too_deep_for_a_uri_does_not_break_listing(server: Server, vault:
     finally:
         os.close(fd)
     svc = server.service
-    listed = [n["path"] for n in svc.notes_list(None, None, None, None, None)["notes"]]
+    listed = [n.path for n in svc.notes_list(None, None, None, None, None).notes]
     assert listed == [
         "inbox.md",
         "journal/2026-11-28.md",
@@ -114,20 +114,20 @@ def test_a_note_too_deep_for_a_uri_does_not_break_listing(server: Server, vault:
         "projects/plan.md",
         "readme.txt",
     ]
-    assert svc.notes_search(None, "plan", None, None, None)["total"] == 4
+    assert svc.notes_search(None, "plan", None, None, None).total == 4
     resources, _cursor = NotesResources(svc)._list(None)
     assert [r["name"] for r in resources] == listed
 
 
 def test_read_full_and_range(server: Server, vault: Path) -> None:
     out = server.service.notes_read(uri(vault, "projects/plan.md"), None, None)
-    assert out["title"] == "Project plan"
-    assert out["tags"] == ["work"]
-    assert out["etag"] == etag_of((vault / "projects/plan.md").read_bytes())
-    assert {"type": "wikilink", "target": "Budget"} in out["links"]
+    assert out.title == "Project plan"
+    assert out.tags == ["work"]
+    assert out.etag == etag_of((vault / "projects/plan.md").read_bytes())
+    assert {"type": "wikilink", "target": "Budget"} in [link.model_dump() for link in out.links]
     part = server.service.notes_read(uri(vault, "projects/plan.md"), 7, 8)
-    assert part["content"] == "Ship the plan by Friday.\nSee [[Budget]]."
-    assert part["totalLines"] == 8
+    assert part.content == "Ship the plan by Friday.\nSee [[Budget]]."
+    assert part.totalLines == 8
     with pytest.raises(ServiceError, match="outside the note"):
         server.service.notes_read(uri(vault, "projects/plan.md"), 50, None)
 
@@ -162,20 +162,20 @@ def test_symlinked_note_is_never_followed(server: Server, vault: Path) -> None:
 
 def test_search_ranks_title_matches_first(server: Server, vault: Path) -> None:
     out = server.service.notes_search(None, "plan", None, None, None)
-    paths = [r["path"] for r in out["results"]]
+    paths = [r.path for r in out.results]
     assert paths[0] == "projects/plan.md"
     assert set(paths) >= {"projects/budget.md", "readme.txt", "journal/2026-11-28.md"}
-    assert out["results"][0]["snippets"][0]["line"] >= 1
+    assert out.results[0].snippets[0].line >= 1
     only_work = server.service.notes_search(None, "plan", None, "work", None)
-    assert [r["path"] for r in only_work["results"]] == ["projects/plan.md", "projects/budget.md"]
-    assert server.service.notes_search(None, "plan zebra", None, None, None)["results"] == []
+    assert [r.path for r in only_work.results] == ["projects/plan.md", "projects/budget.md"]
+    assert server.service.notes_search(None, "plan zebra", None, None, None).results == []
 
 
 def test_create_refuses_overwrite_and_bad_paths(server: Server, vault: Path) -> None:
     svc = server.service
     out = svc.notes_create(None, "new/deep/idea.md", "# Idea\n")
     assert (vault / "new/deep/idea.md").read_text() == "# Idea\n"
-    assert out["uri"] == uri(vault, "new/deep/idea.md")
+    assert out.uri == uri(vault, "new/deep/idea.md")
     with pytest.raises(ServiceError, match="already exists"):
         svc.notes_create(None, "inbox.md", "clobber")
     assert (vault / "inbox.md").read_text().startswith("# Inbox")
@@ -197,10 +197,10 @@ def test_create_through_dangling_symlink_creates_nothing_outside(
 def test_update_with_stale_etag_writes_nothing(server: Server, vault: Path) -> None:
     svc = server.service
     u = uri(vault, "inbox.md")
-    etag = svc.notes_read(u, None, None)["etag"]
+    etag = svc.notes_read(u, None, None).etag
     new = svc.notes_update(u, "# Inbox\n\nnew\n", None, etag)
     assert (vault / "inbox.md").read_text() == "# Inbox\n\nnew\n"
-    assert new["etag"] == etag_of(b"# Inbox\n\nnew\n")
+    assert new.etag == etag_of(b"# Inbox\n\nnew\n")
     with pytest.raises(ServiceError, match="changed since you read it"):
         svc.notes_update(u, "stale write", None, etag)
     assert (vault / "inbox.md").read_text() == "# Inbox\n\nnew\n"
@@ -222,17 +222,17 @@ def test_edits_must_match_exactly_once(server: Server, vault: Path) -> None:
 def test_move_never_overwrites_and_checks_etag(server: Server, vault: Path) -> None:
     svc = server.service
     u = uri(vault, "readme.txt")
-    etag = svc.notes_read(u, None, None)["etag"]
+    etag = svc.notes_read(u, None, None).etag
     with pytest.raises(ServiceError, match="already exists"):
         svc.notes_move(u, "inbox.md", None)
     with pytest.raises(ServiceError, match="changed since"):
         svc.notes_move(u, "archive/readme.txt", "0" * 64)
     out = svc.notes_move(u, "archive/readme.txt", etag)
-    assert out["uri"] == uri(vault, "archive/readme.txt")
+    assert out.uri == uri(vault, "archive/readme.txt")
     assert not (vault / "readme.txt").exists()
     assert (vault / "archive/readme.txt").read_text().startswith("Plain text")
     with pytest.raises(ServiceError):
-        svc.notes_move(out["uri"], "../outside/readme.txt", None)
+        svc.notes_move(out.uri, "../outside/readme.txt", None)
 
 
 def test_read_only_grant_refuses_writes(vault: Path, tmp_path: Path, resolver: str) -> None:
@@ -245,6 +245,6 @@ def test_read_only_grant_refuses_writes(vault: Path, tmp_path: Path, resolver: s
     try:
         with pytest.raises(NotGranted, match="needs 'write'"):
             srv.service.notes_create(None, "x.md", "x")
-        assert srv.service.notes_list(None, None, None, None, None)["notes"]
+        assert srv.service.notes_list(None, None, None, None, None).notes
     finally:
         srv.close()

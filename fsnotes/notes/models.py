@@ -1,0 +1,243 @@
+"""The notes tools' argument and result models: each shape written once.
+
+An argument model generates its tool's ``inputSchema`` and validates the call's arguments
+(the protocol core does that, then hands the handler the model); a result model generates
+the ``outputSchema``, and the service builds and returns it. Field names are the wire names
+(hosts script against them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_LIST_LIMIT = 100
+MAX_LIST_LIMIT = 500  # a page of summaries stays well under a megabyte of JSON
+DEFAULT_SEARCH_LIMIT = 10
+MAX_SEARCH_LIMIT = 50  # results the model can actually read in one answer
+MAX_QUERY_CHARS = 500
+
+
+class _Args(BaseModel):
+    # Unknown arguments are refused rather than ignored: a misspelt 'etag' must not turn a
+    # guarded update into an unguarded one.
+    model_config = ConfigDict(extra="forbid")
+
+
+_WS = Field(
+    default=None,
+    description="The workspace's file:// URI from workspaces_list. May be omitted only when "
+    "you have exactly one workspace.",
+)
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+
+class WorkspacesListArgs(_Args):
+    pass
+
+
+class NotesListArgs(_Args):
+    workspaceUri: str | None = _WS
+    folder: str | None = Field(
+        default=None, description="Only notes below this folder (relative to the workspace)."
+    )
+    tag: str | None = Field(default=None, description="Only notes with this tag (without '#').")
+    cursor: str | None = Field(default=None, description="nextCursor from a previous page.")
+    limit: int | None = Field(default=None, ge=1, le=MAX_LIST_LIMIT, description="Page size.")
+
+
+class NotesReadArgs(_Args):
+    uri: str = Field(description="The note's file:// URI (from notes_list or notes_search).")
+    startLine: int | None = Field(default=None, ge=1, description="First line (1-based).")
+    endLine: int | None = Field(default=None, ge=1, description="Last line, inclusive.")
+
+
+class NotesSearchArgs(_Args):
+    workspaceUri: str | None = _WS
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="Words to find, all of them (case and accents ignored, English word "
+        'endings too: plan finds planned); "quoted phrase" for words in that order; prefix* '
+        "for words starting with prefix. Nothing else is syntax.",
+    )
+    folder: str | None = Field(default=None, description="Only notes below this folder.")
+    tag: str | None = Field(default=None, description="Only notes with this tag.")
+    limit: int | None = Field(default=None, ge=1, le=MAX_SEARCH_LIMIT)
+
+
+class NotesCreateArgs(_Args):
+    workspaceUri: str | None = _WS
+    path: str = Field(
+        description="Relative path of the new note, e.g. 'projects/plan.md'. Missing folders "
+        "are created; an existing note is never overwritten."
+    )
+    content: str = Field(description="The note's full text (Markdown).")
+
+
+class Edit(_Args):
+    oldText: str = Field(min_length=1, description="Exact text to replace; must occur once.")
+    newText: str = Field(description="Replacement text.")
+
+
+class NotesUpdateArgs(_Args):
+    uri: str = Field(description="The note's file:// URI.")
+    content: str | None = Field(default=None, description="The new full text (or use edits).")
+    edits: list[Edit] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="Exact replacements applied in order (or use content).",
+    )
+    etag: str | None = Field(
+        default=None,
+        description="The etag from notes_read; if the note changed since, nothing is written.",
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self) -> NotesUpdateArgs:
+        if (self.content is None) == (self.edits is None):
+            raise ValueError("give exactly one of 'content' or 'edits'")
+        return self
+
+
+class NotesMoveArgs(_Args):
+    uri: str = Field(description="The note's file:// URI.")
+    newPath: str = Field(description="New relative path in the same workspace; never overwrites.")
+    etag: str | None = Field(default=None, description="The etag from notes_read, to guard it.")
+
+
+class NotesDeleteArgs(_Args):
+    workspaceUri: str | None = _WS
+    title: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Delete a note whose title contains this (case-insensitive); the person "
+        "picks among the matches.",
+    )
+    uri: str | None = Field(default=None, description="Or: the exact note's file:// URI.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> NotesDeleteArgs:
+        if (self.title is None) == (self.uri is None):
+            raise ValueError("give exactly one of 'title' (with workspaceUri) or 'uri'")
+        if self.uri is not None and self.workspaceUri is not None:
+            raise ValueError(
+                "'workspaceUri' goes with 'title'; a 'uri' already names its workspace"
+            )
+        return self
+
+
+# --- results -------------------------------------------------------------------------------
+
+
+class WorkspaceOut(BaseModel):
+    uri: str
+    name: str
+    access: Literal["read", "write", "delete"]
+
+
+class WorkspacesListResult(BaseModel):
+    workspaces: list[WorkspaceOut]
+
+
+class NoteSummary(BaseModel):
+    uri: str
+    path: str
+    title: str
+    size: int
+    modified: str = Field(description="Last modification, ISO 8601 UTC.")
+    tags: list[str]
+
+
+class IndexInfo(BaseModel):
+    complete: bool = Field(
+        description="False while the workspace's first indexing runs: the answer then covers "
+        "only the notes indexed so far."
+    )
+    indexedNotes: int = Field(description="Notes in the workspace's index.")
+    skippedFolders: int = Field(
+        description="Folders left out of the index: nested deeper than a note may be, or "
+        "holding too many entries."
+    )
+    message: str | None = Field(default=None, description="Why the answer may be incomplete.")
+
+
+class NotesListResult(BaseModel):
+    notes: list[NoteSummary]
+    nextCursor: str | None = None
+    index: IndexInfo
+
+
+class Link(BaseModel):
+    type: Literal["wikilink", "markdown"]
+    target: str
+
+
+class NotesReadResult(BaseModel):
+    uri: str
+    path: str
+    title: str
+    etag: str = Field(description="Pass to notes_update/notes_move to guard against changes.")
+    content: str
+    startLine: int
+    endLine: int
+    totalLines: int
+    frontmatter: dict[str, Any]
+    tags: list[str]
+    links: list[Link]
+    size: int
+    modified: str
+
+
+class Snippet(BaseModel):
+    line: int
+    text: str
+
+
+class SearchHit(BaseModel):
+    uri: str
+    path: str
+    title: str
+    score: float
+    snippets: list[Snippet]
+
+
+class NotesSearchResult(BaseModel):
+    results: list[SearchHit]
+    total: int = Field(description="How many notes matched (results holds the best 'limit').")
+    rankedAll: bool = Field(
+        description="False when more notes matched than are ranked one by one (the 2,000 "
+        "most recently changed, plus the newest with every word in the title or path): "
+        "the best of the rest may be missing; narrow the query, folder or tag."
+    )
+    scanned: int = Field(description="How many notes were searched (those in scope).")
+    index: IndexInfo
+
+
+class WriteResult(BaseModel):
+    uri: str
+    path: str
+    etag: str
+    size: int
+
+
+class MoveResult(BaseModel):
+    uri: str
+    path: str
+    previousUri: str
+    etag: str
+
+
+class DeleteResult(BaseModel):
+    deleted: bool
+    outcome: Literal["deleted", "declined", "cancelled", "not_confirmed"]
+    message: str
+    uri: str | None = None
+    path: str | None = None
+
+
+# --- handlers ------------------------------------------------------------------------------
