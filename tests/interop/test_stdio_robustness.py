@@ -144,7 +144,7 @@ class RawServer:
 
 @asynccontextmanager
 async def spawn(command: list[str] | None = None) -> AsyncIterator[RawServer]:
-    process = await anyio.open_process(command or server_command())
+    process = await anyio.open_process(command or server_command(), cwd=REPO)
     try:
         yield RawServer(process)
     finally:
@@ -616,6 +616,8 @@ def test_answers_a_client_leaves_unread_are_held_within_the_answer_budget(tmp_pa
         growth_mib = (held["VmHWM"] - before["VmRSS"]) / 1024
         print(f"{calls} unread notes_read: idle after {idle_after:.1f} s, +{growth_mib:.1f} MiB")
         assert growth_mib < PENDING_ANSWERS_BOUND / MIB, (before, held)
+        # What stays while nobody reads is the kept answers (freed buffers went back at once).
+        assert held["VmRSS"] - before["VmRSS"] < (MAX_PENDING_ANSWER_BYTES + 16 * MIB) / 1024
         # Backpressure: the server has stopped reading, so more requests stay in the pipe.
         later = b"".join(read_call(100 + i) for i in range(later_calls))
         server.write(later)
@@ -637,6 +639,8 @@ def test_answers_a_client_leaves_unread_are_held_within_the_answer_budget(tmp_pa
             # A read is never answered "busy": it runs again once its answer fits.
             assert answer["result"]["structuredContent"]["content"] == note, answer.get("error")
         assert (after["VmHWM"] - before["VmRSS"]) / 1024 < PENDING_ANSWERS_BOUND / MIB
+        # Everything read: the server is back at its resting size.
+        assert after["VmRSS"] - before["VmRSS"] < 16 * 1024, (before, after)
         # Once the client reads again, the server serves as before.
         server.write(b'{"jsonrpc":"2.0","id":"p","method":"ping"}\n')
         assert response() == {"jsonrpc": "2.0", "id": "p", "result": {}}
@@ -645,3 +649,82 @@ def test_answers_a_client_leaves_unread_are_held_within_the_answer_budget(tmp_pa
     finally:
         stderr = server.finish()
     assert "Traceback" not in stderr, stderr
+
+
+def test_stdin_closed_while_reads_wait_for_the_client_exits_within_the_eof_grace(
+    tmp_path: Path,
+) -> None:
+    # The client left large answers unread (so the server stopped reading requests, and reads
+    # wait to run again), then closed stdin: the server still notices, and exits promptly.
+    workspace = tmp_path / "notes"
+    workspace.mkdir()
+    (workspace / "big.md").write_text(code_note(MAX_NOTE_BYTES), encoding="utf-8")
+    uri = (workspace / "big.md").as_uri()
+    server = _Unread(serve_command(tmp_path, workspace))
+    try:
+        server.write(
+            b"".join(
+                json.dumps(call(i, "notes_read", {"uri": uri})).encode() + b"\n" for i in range(16)
+            )
+        )
+        until_idle(server.proc.pid, deadline=WRITE_STALL_S - 10)
+        started = time.monotonic()
+        server.close_stdin()
+        try:
+            code = server.proc.wait(EOF_GRACE_S + 3)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server never noticed stdin closing while answers waited")
+        elapsed = time.monotonic() - started
+        print(f"exited {code} {elapsed:.2f} s after stdin closed")
+        assert code == 0 and elapsed < EOF_GRACE_S + 1
+    finally:
+        stderr = server.finish()
+    assert "Traceback" not in stderr, stderr
+
+
+# The demo app plus a tool whose blocking step (in a worker thread) says how many such steps
+# have run at once so far.
+THREADS_APP = """
+import threading, time
+from dataclasses import replace
+import anyio.to_thread
+from fsnotes.protocol import ToolResult
+from fsnotes.transport.stdio import run_stdio
+from tests.servers.demo_server import build_app
+
+lock = threading.Lock()
+running = [0, 0]  # now, most
+
+def step():
+    with lock:
+        running[0] += 1
+        running[1] = max(running)
+    time.sleep(0.2)
+    with lock:
+        running[0] -= 1
+
+async def threads(ctx, args):
+    await anyio.to_thread.run_sync(step)
+    return ToolResult(text=str(running[1]))
+
+app = build_app()
+app.tools = [*app.tools, replace(app.tools[0], name="threads", handler=threads)]
+run_stdio(app)
+"""
+
+
+async def test_at_most_max_worker_threads_blocking_steps_run_at_once() -> None:
+    # Each running step may hold a note several times over, so the pool size multiplies what
+    # handlers hold (limits.py); anyio's default limiter would run 40 at once.
+    calls = 3 * MAX_WORKER_THREADS
+    async with spawn([sys.executable, "-c", THREADS_APP]) as server:
+        await server.write(
+            b"".join(
+                json.dumps(call(i, "threads", {"text": ""})).encode() + b"\n" for i in range(calls)
+            )
+        )
+        most = 0
+        for _ in range(calls):
+            answer = await server.recv(timeout=20)
+            most = max(most, int(answer["result"]["content"][0]["text"]))
+        assert most == MAX_WORKER_THREADS
