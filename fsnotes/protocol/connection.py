@@ -873,9 +873,9 @@ class ServerConnection:
         waiting past ``max_pending_answer_bytes`` is dropped, unless nothing else waits (so any
         one answer can be delivered): a request that only reads runs again, any other is
         answered "busy". Small answers are always kept: what writes, deletes and errors answer
-        is never replaced after the work was done. This frame holds the only reference to
-        ``message`` and then to its encoding, so a dropped answer is freed at once and a kept
-        one is held once, as bytes.
+        is never replaced after the work was done. Nothing keeps ``message`` once this returns
+        (the caller must not name it), so a dropped answer is freed at once and a kept one is
+        held once, as bytes.
         """
         if reserved:
             self._free_answer_bytes(reserved)
@@ -889,7 +889,6 @@ class ServerConnection:
             # written, so the client still gets exactly one answer.
             _log.exception("result of %s (request %r) is not JSON", request.method, request.id)
             line = encode_message(error_message(request.id, INTERNAL_ERROR, "Internal error"))
-        del message
         size = len(line)
         if not self._fits(size):
             waiting = self._answer_bytes
