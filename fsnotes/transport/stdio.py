@@ -71,20 +71,22 @@ HANGUP_POLL_S = 0.1
 
 # Most worker threads running at once (anyio's default limiter, which every handler's blocking
 # step shares: note reads, SQLite, Markdown analysis). Each running step may hold a note several
-# times over (a notes_read of a 4 MiB note holds about 20 MiB while its Markdown is analysed), so
-# the pool size multiplies what handlers hold. With anyio's default of 40, 64 reads of a 4 MiB
-# note (stdout unread) peaked at +295 MiB; with 8, +154 MiB, in the same CPU time: the work is
-# GIL-bound, so more threads add no throughput on this 2-core machine. Python's own
-# ThreadPoolExecutor defaults to cpu_count + 4 (6 here); 8 leaves room for the indexer's rescan
-# and a slow SQLite step beside the handlers.
+# times over (a notes_read of a 4 MiB note holds 17 MiB while its Markdown is analysed, 40 MiB if
+# the note holds an emoji), so the pool size multiplies what handlers hold. With anyio's default
+# of 40, 64 reads of a 4 MiB note left unread peaked at +335 MiB (32 of a note with an emoji:
+# +628 MiB); with 8, +148 MiB (+315 MiB), in the same CPU time: the work is GIL-bound, so more
+# threads add no throughput on this 2-core machine. Python's own ThreadPoolExecutor defaults to
+# cpu_count + 4 (6 here); 8 leaves room for the indexer's rescan and a slow SQLite step.
 MAX_WORKER_THREADS = 8
 
 # glibc's malloc serves a block of 128 KiB or more with mmap (given back to the system when freed),
 # but each time such a block is freed it raises that threshold to the block's size (up to 32 MiB):
-# after the first 10 MiB answer, answers come from the heap, whose freed memory is mostly kept.
-# A burst of 10 MiB answers then left the process at 670 MiB with 58 MiB in use. Setting the
-# threshold (to its own default) turns that adjustment off, so freed answers and note copies go
-# back at once; the cost is an mmap and page faults per large block, a few ms per 10 MiB answer.
+# after the first 10 MiB answer, answers come from the heaps, whose freed memory is mostly kept.
+# 32 reads of a 4 MiB note left unread then held +170 MiB with 58 MiB of answers in use, and
+# +100 MiB once all were read (peak +203 MiB). Setting the threshold (to its own default) turns
+# that adjustment off, so freed answers and note copies go back at once: +53 MiB, then nothing
+# (peak +146 MiB). The cost: each large buffer is fresh pages (an mmap and its page faults);
+# those 32 reads took 11.8 s of CPU instead of 9.7 s. Small allocations are unaffected.
 MALLOC_MMAP_THRESHOLD = 128 * 1024
 _M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
 

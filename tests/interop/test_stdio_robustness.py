@@ -581,8 +581,8 @@ def test_a_write_that_makes_no_progress_for_the_grace_ends_the_server_with_one_l
 
 def test_answers_a_client_leaves_unread_are_held_within_the_answer_budget(tmp_path: Path) -> None:
     # Each notes_read of a 4 MiB note answers 9.6 MiB (the note in structuredContent and again in
-    # its JSON text block). A client that sent 32 and did not read stdout used to make the server
-    # hold all 32 answers, about 25 MiB each (the answer, its JSON text, its encoding): +794 MiB.
+    # its JSON text block). A client that sent 16 and did not read stdout used to make the server
+    # hold all 16 answers, about 28 MiB each (the answer, its JSON text, its encoding): +450 MiB.
     # Now at most MAX_PENDING_ANSWER_BYTES of answers wait; the other reads are dropped and run
     # again once the client reads, and meanwhile the server reads no more requests.
     workspace = tmp_path / "notes"
