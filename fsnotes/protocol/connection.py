@@ -29,6 +29,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from fsnotes.protocol import limits
+from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.linecost import LineCost, line_cost
 from fsnotes.protocol.registry import (
     LOG_LEVELS,
@@ -86,6 +87,11 @@ class Peer(Protocol):
 
     async def send(self, message: JSONObject) -> None:
         """Write one message (a no-op once the client has gone)."""
+        ...
+
+    async def write(self, line: bytes) -> None:
+        """Write one message already encoded by :func:`framing.encode_message` (a no-op once
+        the client has gone). Returns once it is written, or can never be."""
         ...
 
     async def request(
@@ -198,6 +204,10 @@ class _Request:
     last_progress: float | None = None
     active: bool = True
     charge: int = 0  # what the request's line holds once parsed (LineCost.charge)
+    # May it run again if its answer is dropped? Only if it reads (a read-only tool, resources,
+    # prompts, completion) and asked the client nothing (a second run would ask again).
+    reads_only: bool = False
+    asked: bool = False
     # Charged for the request and the answers it waits for; given back when its task ends.
     hold: _Hold = field(default_factory=_Hold)
 
@@ -298,6 +308,7 @@ class ServerConnection:
     tools_page_size: int = limits.TOOLS_PAGE_SIZE
     max_in_flight: int = limits.MAX_IN_FLIGHT
     max_in_flight_bytes: int = limits.MAX_IN_FLIGHT_BYTES
+    max_pending_answer_bytes: int = limits.MAX_PENDING_ANSWER_BYTES
     input_timeout: float = limits.INPUT_REQUEST_TIMEOUT_S
     roots_timeout: float = limits.ROOTS_REQUEST_TIMEOUT_S
     max_input_rounds: int = limits.MAX_INPUT_ROUNDS
@@ -307,6 +318,11 @@ class ServerConnection:
     # Our server-to-client requests awaiting an answer, with what the answer is charged to.
     _pending: dict[int, _Hold] = field(default_factory=dict, init=False)
     _held_bytes: int = field(default=0, init=False)
+    # Encoded answers of finished requests waiting to be written, and room reserved for answers
+    # being computed again (see _admit); the event is set whenever that falls.
+    _answer_bytes: int = field(default=0, init=False)
+    _answer_room: anyio.Event | None = field(default=None, init=False)
+    _rerun_turn: anyio.Lock | None = field(default=None, init=False)
     _next_server_id: int = field(default=1, init=False)
     _closed: bool = field(default=False, init=False)
     _roots_running: bool = field(default=False, init=False)
@@ -350,6 +366,45 @@ class ServerConnection:
         """Bytes charged for the requests whose tasks still run and the answers they wait for
         (each line's :attr:`LineCost.charge`), at most ``max_in_flight_bytes``."""
         return self._held_bytes
+
+    @property
+    def pending_answer_bytes(self) -> int:
+        """Bytes of the encoded answers that finished requests hold until they are written, and
+        of the room reserved for answers being computed again (see :meth:`_admit`)."""
+        return self._answer_bytes
+
+    @property
+    def answers_backlogged(self) -> bool:
+        """Do answers waiting to be written fill half of ``max_pending_answer_bytes`` or more?
+        While they do, the transport should read no more requests (a high-water mark, as in
+        node's streams): the client is not keeping up, and the other half is left for the
+        answers of requests already running."""
+        return self._answer_bytes * 2 >= self.max_pending_answer_bytes
+
+    async def answers_drained(self) -> None:
+        """Return once :attr:`answers_backlogged` is false (at once if it is)."""
+        while self.answers_backlogged:
+            await self._answer_room_changed()
+
+    async def _answer_room_changed(self) -> None:
+        if self._answer_room is None:
+            self._answer_room = anyio.Event()
+        await self._answer_room.wait()
+
+    def _free_answer_bytes(self, size: int) -> None:
+        self._answer_bytes -= size
+        room, self._answer_room = self._answer_room, None
+        if room is not None:
+            room.set()
+
+    def _fits(self, size: int) -> bool:
+        """May an answer of ``size`` bytes be kept beside those already waiting?"""
+        waiting = self._answer_bytes
+        return (
+            size <= limits.SMALL_ANSWER_BYTES
+            or not waiting
+            or waiting + size <= self.max_pending_answer_bytes
+        )
 
     def receive_line(self, line: bytes) -> list[Action]:
         """Handle one line (without its newline).
@@ -723,6 +778,12 @@ class ServerConnection:
         if handler is None:
             # Unknown, removed in this era, or a capability we did not advertise.
             raise _Fault(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if method == "tools/call":
+            name = request.params.get("name")
+            entry = self._tools.get(name) if isinstance(name, str) else None
+            request.reads_only = entry is not None and entry.tool.annotations.read_only
+        else:
+            request.reads_only = True  # resources, prompts and completion only read
         return self._start(request, handler)
 
     def _start(
@@ -744,35 +805,31 @@ class ServerConnection:
         self._in_flight[key] = request
 
         async def run(peer: Peer) -> None:
+            reserved = 0
             try:
-                try:
-                    message = self._result(request, await handler(request, peer))
-                except _Fault as fault:
-                    message = error_message(request.id, fault.code, fault.message, fault.data)
-                except InvalidParams as exc:
-                    message = error_message(request.id, INVALID_PARAMS, exc.message, exc.data)
-                except InternalError as exc:
-                    message = error_message(request.id, INTERNAL_ERROR, exc.message)
-                except (MissingCapability, URLElicitationRequired) as exc:
-                    answer = self._handler_fault(request, exc)
-                    message = error_message(request.id, answer.code, answer.message, answer.data)
-                except Exception:
-                    _log.exception("internal error in %s (request %r)", request.method, request.id)
-                    message = error_message(request.id, INTERNAL_ERROR, "Internal error")
-                # A cancelled request gets nothing more (cancellation: "send no response").
-                if self._in_flight.get(key) is request:
-                    del self._in_flight[key]
-                    request.active = False
-                    try:
-                        await peer.send(message)
-                    except (TypeError, ValueError):
-                        # A result JSON cannot carry (a handler bug): encoding fails before
-                        # anything is written, so the client still gets exactly one answer.
-                        _log.exception(
-                            "result of %s (request %r) is not JSON", request.method, request.id
-                        )
-                        await peer.send(error_message(request.id, INTERNAL_ERROR, "Internal error"))
+                # The answer is passed on, never named here: this frame must not keep it alive
+                # while it waits to be written (only its encoding is held, and charged).
+                line = self._admit(key, request, await self._outcome(request, handler, peer), 0)
+                while isinstance(line, int):
+                    # Dropped for want of room: run again once an answer of its size fits, with
+                    # that room reserved meanwhile (turns taken in order), so a backlog is
+                    # recomputed as fast as it drains and never in vain.
+                    if self._rerun_turn is None:
+                        self._rerun_turn = anyio.Lock()
+                    async with self._rerun_turn:
+                        while not self._fits(line):
+                            await self._answer_room_changed()
+                        reserved = line
+                        self._answer_bytes += reserved
+                    line = self._admit(
+                        key, request, await self._outcome(request, handler, peer), reserved
+                    )
+                    reserved = 0
+                if line:
+                    await self._deliver(peer, line)
             finally:
+                if reserved:
+                    self._free_answer_bytes(reserved)
                 if self._in_flight.get(key) is request:
                     del self._in_flight[key]
                 request.active = False
@@ -781,6 +838,96 @@ class ServerConnection:
                 self._release(request.hold)
 
         return [StartTask(key, run)]
+
+    async def _outcome(
+        self,
+        request: _Request,
+        handler: Callable[[_Request, Peer], Awaitable[JSONObject]],
+        peer: Peer,
+    ) -> JSONObject:
+        """The response to ``request``: its handler's result, or the error it ended with."""
+        try:
+            return self._result(request, await handler(request, peer))
+        except _Fault as fault:
+            return error_message(request.id, fault.code, fault.message, fault.data)
+        except InvalidParams as exc:
+            return error_message(request.id, INVALID_PARAMS, exc.message, exc.data)
+        except InternalError as exc:
+            return error_message(request.id, INTERNAL_ERROR, exc.message)
+        except (MissingCapability, URLElicitationRequired) as exc:
+            answer = self._handler_fault(request, exc)
+            return error_message(request.id, answer.code, answer.message, answer.data)
+        except Exception:
+            _log.exception("internal error in %s (request %r)", request.method, request.id)
+            return error_message(request.id, INTERNAL_ERROR, "Internal error")
+
+    def _admit(
+        self, key: TaskKey, request: _Request, message: JSONObject, reserved: int
+    ) -> bytes | int:
+        """Encode ``message``, the response to ``request``, and charge it to the answers waiting
+        to be written (in place of the ``reserved`` room, given back here); return the line for
+        :meth:`_deliver`, ``b""`` if the request was cancelled (it gets nothing more), or the
+        answer's size if it was dropped and the request is to run again when that fits.
+
+        An answer larger than :data:`limits.SMALL_ANSWER_BYTES` that would take the answers
+        waiting past ``max_pending_answer_bytes`` is dropped, unless nothing else waits (so any
+        one answer can be delivered): a request that only reads runs again, any other is
+        answered "busy". Small answers are always kept: what writes, deletes and errors answer
+        is never replaced after the work was done. Nothing keeps ``message`` once this returns
+        (the caller must not name it), so a dropped answer is freed at once and a kept one is
+        held once, as bytes.
+        """
+        if reserved:
+            self._free_answer_bytes(reserved)
+        # A cancelled request gets nothing more (cancellation: "send no response").
+        if self._in_flight.get(key) is not request:
+            return b""
+        try:
+            line = encode_message(message)
+        except (TypeError, ValueError):
+            # A result JSON cannot carry (a handler bug): encoding fails before anything is
+            # written, so the client still gets exactly one answer.
+            _log.exception("result of %s (request %r) is not JSON", request.method, request.id)
+            line = encode_message(error_message(request.id, INTERNAL_ERROR, "Internal error"))
+        size = len(line)
+        if not self._fits(size):
+            waiting = self._answer_bytes
+            if request.reads_only and not request.asked:
+                _log.debug(
+                    "the %d-byte answer to request %r waits for room (%d bytes of answers "
+                    "wait to be written); it will be computed again",
+                    size,
+                    request.id,
+                    waiting,
+                )
+                return size
+            _log.warning(
+                "dropped the %d-byte answer to request %r: %d bytes of answers wait for the "
+                "client to read them",
+                size,
+                request.id,
+                waiting,
+            )
+            line = encode_message(
+                error_message(
+                    request.id,
+                    INTERNAL_ERROR,
+                    f"Server busy: this request was carried out, but its {size}-byte answer "
+                    f"was dropped: {waiting} bytes of earlier answers are waiting for the "
+                    f"client to read them (at most {self.max_pending_answer_bytes} are kept)",
+                )
+            )
+        del self._in_flight[key]
+        request.active = False
+        self._answer_bytes += len(line)
+        return line
+
+    async def _deliver(self, peer: Peer, line: bytes) -> None:
+        """Write an answer :meth:`_admit` charged, and give its charge back once written."""
+        try:
+            await peer.write(line)
+        finally:
+            self._free_answer_bytes(len(line))
 
     def _reserve(self, hold: _Hold, charge: int) -> bool:
         """Charge ``charge`` bytes to ``hold`` if the in-flight budget has room."""
@@ -907,6 +1054,7 @@ class ServerConnection:
             for key, input_request in outcome.requests.items():
                 method, params = _legacy_request_of(input_request)
                 timeout = self.roots_timeout if method == "roots/list" else self.input_timeout
+                request.asked = True
                 reply = await self._ask(peer, method, params, timeout, request.hold)
                 what = _describe_need(input_request)
                 if reply is None:

@@ -89,6 +89,10 @@ def encode_message(message: dict[str, Any]) -> bytes:
         message = _finite(message)
         text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     try:
-        return text.encode("utf-8") + b"\n"
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+        data = json.dumps(message, separators=(",", ":")).encode("ascii")
+    # The text goes before the newline is added (a copy): a large answer is then held twice at
+    # most, not three times.
+    del text
+    return data + b"\n"

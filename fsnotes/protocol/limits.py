@@ -42,13 +42,45 @@ MAX_IN_FLIGHT = 256
 # Not charged: the one line being parsed (json.loads needs the line, its decoded text and the
 # values at once: up to 10x its length, 80 MiB at the line limit, when a string mixes ASCII with a
 # character past U+FFFF such as an emoji, 6x with one past U+00FF, under 4x otherwise), what
-# initialize declared (kept for the session: one line), each task's fixed few KiB, and what
-# handlers allocate themselves: a notes_read of a 4 MiB note holds about 25 MiB (the note, its
-# JSON text, the encoded answer) until the answer is written, and a client that sends many and
-# does not read stdout (for up to the transport's 30 s write-stall grace) makes them add up (32
-# of them: 850 MiB). Measured: the budget filled with 8 MiB strings, plus the costliest line to
-# parse, peaked at +144 MiB RSS.
+# initialize declared (kept for the session: one line), each task's fixed few KiB, the answers
+# (MAX_PENDING_ANSWER_BYTES bounds those) and what handlers allocate while they run (see
+# MAX_PENDING_ANSWER_BYTES). Measured: the budget filled with 8 MiB strings, plus the costliest
+# line to parse, peaked at +144 MiB RSS.
 MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
+
+# Most bytes of answers that may wait to be written (with the room reserved for answers being
+# computed again). A finished request's answer is encoded at once and then held only as its line
+# (its dict freed), charged from then until it is written. An answer larger than
+# SMALL_ANSWER_BYTES that does not fit is dropped, unless nothing else waits (so any one answer
+# can be delivered): a request that only reads (a read-only tool, resources, prompts, completion)
+# and asked the client nothing runs again once an answer of that size fits, the room reserved
+# meanwhile, in arrival order; any other is answered -32603 "busy" (saying it was carried out).
+# From half of it on, the transport reads no more requests until the answers drain below half
+# (they wait in the client's pipe): a high-water mark, like node's streams, that leaves the other
+# half to requests already running. A notes_read of a 4 MiB note answers 9.6 MiB (the note in
+# structuredContent and again in the JSON text block), so six fit. Before, each such answer held
+# 28 MiB until written (the answer, its text block and its encoding): 16, 32 and 64 left unread
+# peaked at +450, +792 and +1,428 MiB (32 of a note with an emoji: +2,060 MiB); now at +145,
+# +145 and +148 MiB (+315 MiB), all delivered once the client reads, the dropped ones computed
+# again (64 took 23 s of CPU instead of 10 s). A client that reads at once and sends 20 of them
+# together gets all 20, 14 computed twice: the server peaks at 199 MiB instead of 611 MiB, and
+# answers in 6.2 s instead of 3.5 s.
+# Not charged, being bounded otherwise: notifications and our own requests (a task sends one at a
+# time, a few hundred bytes), the answers the reader writes itself (one at a time), the one
+# answer being encoded (a notes_read of a 4 MiB note: about 28 MiB at its peak, 110 MiB if the
+# note holds an emoji, since the whole line is then built as a 4-byte-per-character str), and
+# what handlers hold while they run: a notes_read of a 4 MiB note holds 17 MiB in its worker
+# thread (the file's bytes, its text, the Markdown analysis; 40 MiB with an emoji), and the
+# stdio transport runs at most MAX_WORKER_THREADS (8) such steps at once. With every part at its
+# worst at once (the line being parsed, the requests in flight, these answers with the small
+# ones, one being encoded, eight threads reading notes with emoji), a peer can make the server
+# hold at most about 80 + 64 + 80 + 110 + 320 MiB: 650 MiB above its resting size.
+MAX_PENDING_ANSWER_BYTES = 64 * 1024 * 1024
+
+# Answers this small are always kept, even past MAX_PENDING_ANSWER_BYTES: what writes, deletes,
+# errors and "busy" answer (a few hundred bytes) is never dropped after the work was done. One
+# per request in flight, so at most MAX_IN_FLIGHT of them (16 MiB) wait beyond the budget.
+SMALL_ANSWER_BYTES = 64 * 1024
 
 # Most members of one JSON-RPC batch (2025-03-26 sessions only: that revision "MUST support
 # receiving JSON-RPC batches"; 2025-06-18 removed them). Every member is answered, so without a

@@ -9,15 +9,17 @@ SIGTERM/SIGINT, leaving no task running. A client that stops reading cannot pin 
 noticed even while a write to stdout is blocked, and a write that makes no progress for
 :data:`WRITE_STALL_S` ends the server (exit status 0, one warning on stderr). Neither holds when
 stdout is a regular file, a terminal or the same file as stderr: those are written in blocking
-mode.
+mode. Nor can it make answers pile up: while the answers it has not read fill half of
+:data:`~fsnotes.protocol.limits.MAX_PENDING_ANSWER_BYTES`, no more requests are read (they wait
+in its pipe), as over any pipe a client must read while it writes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
-import functools
 import logging
 import os
 import select
@@ -29,6 +31,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import anyio.to_thread
 
 from fsnotes.protocol.connection import (
     Action,
@@ -65,6 +68,27 @@ WRITE_STALL_S = 30.0
 # closed it: the reader cannot see that EOF while it is itself waiting to write an answer. Small
 # against EOF_GRACE_S, and costs nothing while writes flow.
 HANGUP_POLL_S = 0.1
+
+# Most worker threads running at once (anyio's default limiter, which every handler's blocking
+# step shares: note reads, SQLite, Markdown analysis). Each running step may hold a note several
+# times over (a notes_read of a 4 MiB note holds 17 MiB while its Markdown is analysed, 40 MiB if
+# the note holds an emoji), so the pool size multiplies what handlers hold. With anyio's default
+# of 40, 64 reads of a 4 MiB note left unread peaked at +335 MiB (32 of a note with an emoji:
+# +628 MiB); with 8, +148 MiB (+315 MiB), in the same CPU time: the work is GIL-bound, so more
+# threads add no throughput on this 2-core machine. Python's own ThreadPoolExecutor defaults to
+# cpu_count + 4 (6 here); 8 leaves room for the indexer's rescan and a slow SQLite step.
+MAX_WORKER_THREADS = 8
+
+# glibc's malloc serves a block of 128 KiB or more with mmap (given back to the system when freed),
+# but each time such a block is freed it raises that threshold to the block's size (up to 32 MiB):
+# after the first 10 MiB answer, answers come from the heaps, whose freed memory is mostly kept.
+# 32 reads of a 4 MiB note left unread then held +170 MiB with 58 MiB of answers in use, and
+# +100 MiB once all were read (peak +203 MiB). Setting the threshold (to its own default) turns
+# that adjustment off, so freed answers and note copies go back at once: +53 MiB, then nothing
+# (peak +146 MiB). The cost: each large buffer is fresh pages (an mmap and its page faults);
+# those 32 reads took 11.8 s of CPU instead of 9.7 s. Small allocations are unaffected.
+MALLOC_MMAP_THRESHOLD = 128 * 1024
+_M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
 
 # poll() bits meaning the other end of stdin is gone even if unread data remains: POLLHUP for a
 # pipe with no writer left (or a hung-up terminal), POLLRDHUP (Linux) for a socket whose peer shut
@@ -153,6 +177,9 @@ class _StdioServer:
     async def send(self, message: JSONObject) -> None:
         await self._write(encode_message(message))
 
+    async def write(self, line: bytes) -> None:
+        await self._write(line)
+
     async def request(
         self, request_id: int, message: JSONObject, timeout: float
     ) -> JSONObject | None:
@@ -234,8 +261,13 @@ class _StdioServer:
             await (
                 anyio.lowlevel.checkpoint()
             )  # stay cancellable and fair on a file that never blocks
+            await self._conn.answers_drained()
             return os.read(fd, READ_CHUNK)
         while True:
+            # Backpressure: while the client leaves answers unread, read no more requests (they
+            # wait in its pipe, not here), also when they arrived while we waited for input.
+            # EOF is still noticed meanwhile: a write is blocked, and it watches for the hang-up.
+            await self._conn.answers_drained()
             try:
                 return os.read(fd, READ_CHUNK)
             except BlockingIOError:
@@ -382,8 +414,25 @@ async def _serve_fds(
         os.close(private_out)
 
 
+def _return_freed_memory_promptly() -> None:
+    """Fix glibc's mmap threshold (see :data:`MALLOC_MMAP_THRESHOLD`); elsewhere, nothing."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    if mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD) != 1:  # musl's is a stub returning 0
+        _log.debug("mallopt(M_MMAP_THRESHOLD) is not supported here")
+
+
+async def _serve_process(app: App, write_stall_s: float) -> None:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = MAX_WORKER_THREADS
+    await serve_stdio(app, write_stall_s=write_stall_s)
+
+
 def run_stdio(app: App, *, write_stall_s: float = WRITE_STALL_S) -> None:
-    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app``.
+    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app``, with
+    at most :data:`MAX_WORKER_THREADS` worker threads and freed memory given back promptly.
 
     ``write_stall_s`` exists for tests; the server always runs with :data:`WRITE_STALL_S`.
     """
@@ -397,4 +446,5 @@ def run_stdio(app: App, *, write_stall_s: float = WRITE_STALL_S) -> None:
         )
     # A signal that arrives before the handler is installed: exit quietly all the same.
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(functools.partial(serve_stdio, app, write_stall_s=write_stall_s))
+        _return_freed_memory_promptly()
+        anyio.run(_serve_process, app, write_stall_s)

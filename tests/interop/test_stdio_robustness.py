@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -27,8 +28,9 @@ from fsnotes.protocol.limits import (
     MAX_IN_FLIGHT_BYTES,
     MAX_LINE_BYTES,
     MAX_LINE_VALUES,
+    MAX_PENDING_ANSWER_BYTES,
 )
-from fsnotes.transport.stdio import EOF_GRACE_S
+from fsnotes.transport.stdio import EOF_GRACE_S, MAX_WORKER_THREADS, WRITE_STALL_S
 from tests.interop.interop_support import REPO, server_command
 from tests.protocol.shapes import code_note
 
@@ -39,6 +41,44 @@ MODERN_META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 MIB = 1024 * 1024
+
+# What a client that does not read stdout may make the server hold beyond its resting size, when
+# it asks for a 4 MiB note of ASCII code many times: the answers waiting to be written
+# (MAX_PENDING_ANSWER_BYTES), the one answer being encoded (about 7 times the note: the note, its
+# JSON text block, the encoded line and its copy) and the worker threads reading the note (each
+# about 4.2 times the note: the file's bytes, its text, the Markdown analysis). See limits.py.
+PENDING_ANSWERS_BOUND = MAX_PENDING_ANSWER_BYTES + (7 + 5 * MAX_WORKER_THREADS) * MAX_NOTE_BYTES
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """The process's peak (VmHWM) and current (VmRSS) resident memory, in KiB."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS"):
+                fields[key] = int(value.split()[0])
+    return fields
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def until_idle(pid: int, deadline: float, quiet: float = 1.0) -> float:
+    """Wait until the process has used almost no CPU for ``quiet`` seconds (its handlers are
+    done and it waits for the client); return how long that took."""
+    started = time.monotonic()
+    last = cpu_seconds(pid)
+    while True:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now - last < 0.05 * quiet:
+            return time.monotonic() - started
+        last = now
+        assert time.monotonic() - started < deadline, "the server never went idle"
 
 
 class RawServer:
@@ -56,7 +96,8 @@ class RawServer:
 
     async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
         with anyio.fail_after(timeout):
-            line = await self.stdout.receive_until(b"\n", 10 * MIB)
+            # A notes_read of a 4 MiB note answers about 10 MiB (the note twice, escaped).
+            line = await self.stdout.receive_until(b"\n", 64 * MIB)
         parsed: dict[str, Any] = json.loads(line)  # stdout carries only JSON messages
         return parsed
 
@@ -90,13 +131,7 @@ class RawServer:
         await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def memory_kib(self) -> dict[str, int]:
-        fields: dict[str, int] = {}
-        with open(f"/proc/{self.process.pid}/status") as status:
-            for line in status:
-                key, _, value = line.partition(":")
-                if key in ("VmHWM", "VmRSS"):
-                    fields[key] = int(value.split()[0])
-        return fields
+        return memory_kib(self.process.pid)
 
     async def stderr_text(self) -> str:
         assert self.process.stderr is not None
@@ -109,7 +144,7 @@ class RawServer:
 
 @asynccontextmanager
 async def spawn(command: list[str] | None = None) -> AsyncIterator[RawServer]:
-    process = await anyio.open_process(command or server_command())
+    process = await anyio.open_process(command or server_command(), cwd=REPO)
     try:
         yield RawServer(process)
     finally:
@@ -126,6 +161,14 @@ def call(rid: Any, name: str, arguments: dict[str, Any], **meta: Any) -> dict[st
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments, "_meta": {**MODERN_META, **meta}},
     }
+
+
+def serve_command(tmp_path: Path, workspace: Path) -> list[str]:
+    """The real ``fsnotes serve`` over ``workspace``, its state under ``tmp_path``."""
+    return [
+        *(sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace)),
+        *("--state-dir", str(tmp_path / "state"), "--principal", "ada"),
+    ]
 
 
 async def test_garbage_batches_bad_utf8_and_stray_responses_never_stop_the_server() -> None:
@@ -287,8 +330,7 @@ async def test_several_4_mib_code_notes_written_at_once_all_succeed(tmp_path: Pa
     # them with an emoji (4 bytes per character once parsed), fit the in-flight budget.
     workspace = tmp_path / "notes"
     workspace.mkdir()
-    command = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace)]
-    command += ["--state-dir", str(tmp_path / "state"), "--principal", "ada"]
+    command = serve_command(tmp_path, workspace)
     notes = {f"code{i}.md": code_note(MAX_NOTE_BYTES) for i in range(3)}
     notes["emoji.md"] = code_note(MAX_NOTE_BYTES, tail="\N{GRINNING FACE}\n")
     async with spawn(command) as server:
@@ -296,8 +338,14 @@ async def test_several_4_mib_code_notes_written_at_once_all_succeed(tmp_path: Pa
         for path, content in notes.items():
             arguments = {"workspaceUri": workspace.as_uri(), "path": path, "content": content}
             await server.send(call(path, "notes_create", arguments))
-        for path in notes:
-            answer = await server.response(path, timeout=60)
+        # Answered in whatever order the writes finish.
+        answers: dict[str, dict[str, Any]] = {}
+        while len(answers) < len(notes):
+            msg = await server.recv(timeout=60)
+            if "method" not in msg:
+                answers[msg["id"]] = msg
+        assert set(answers) == set(notes)
+        for answer in answers.values():
             assert answer["result"].get("isError") is not True, answer
         for path, content in notes.items():
             assert (workspace / path).read_text(encoding="utf-8") == content
@@ -486,8 +534,7 @@ def test_stdin_closed_while_a_write_is_blocked_exits_within_the_eof_grace(
     command = server_command()
     if product == "fsnotes serve":
         (tmp_path / "notes").mkdir()
-        command = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(tmp_path / "notes")]
-        command += ["--state-dir", str(tmp_path / "state"), "--principal", "ada"]
+        command = serve_command(tmp_path, tmp_path / "notes")
     server = _Unread(command, stdin_kind)
     try:
         server.stall_stdout()
@@ -530,3 +577,154 @@ def test_a_write_that_makes_no_progress_for_the_grace_ends_the_server_with_one_l
         stderr = server.finish()
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "stdout" in lines[0] and f"{grace:g} s" in lines[0], stderr
+
+
+def test_answers_a_client_leaves_unread_are_held_within_the_answer_budget(tmp_path: Path) -> None:
+    # Each notes_read of a 4 MiB note answers 9.6 MiB (the note in structuredContent and again in
+    # its JSON text block). A client that sent 16 and did not read stdout used to make the server
+    # hold all 16 answers, about 28 MiB each (the answer, its JSON text, its encoding): +450 MiB.
+    # Now at most MAX_PENDING_ANSWER_BYTES of answers wait; the other reads are dropped and run
+    # again once the client reads, and meanwhile the server reads no more requests.
+    workspace = tmp_path / "notes"
+    workspace.mkdir()
+    note = code_note(MAX_NOTE_BYTES)
+    (workspace / "big.md").write_text(note, encoding="utf-8")
+    uri = (workspace / "big.md").as_uri()
+
+    def read_call(rid: Any) -> bytes:
+        return json.dumps(call(rid, "notes_read", {"uri": uri})).encode() + b"\n"
+
+    server = _Unread(serve_command(tmp_path, workspace))
+
+    def response() -> dict[str, Any]:
+        while True:
+            msg: dict[str, Any] = json.loads(server.stdout.readline())
+            if "method" not in msg:
+                return msg
+
+    try:
+        pid = server.proc.pid
+        server.write(read_call("first"))
+        assert response()["result"]["structuredContent"]["content"] == note
+        before = memory_kib(pid)
+        calls, later_calls = 16, 4
+        started = time.monotonic()
+        server.write(b"".join(read_call(i) for i in range(calls)))
+        # Left unread until every handler is done (well within the write-stall grace).
+        idle_after = until_idle(pid, deadline=WRITE_STALL_S - 10)
+        held = memory_kib(pid)
+        growth_mib = (held["VmHWM"] - before["VmRSS"]) / 1024
+        print(f"{calls} unread notes_read: idle after {idle_after:.1f} s, +{growth_mib:.1f} MiB")
+        assert growth_mib < PENDING_ANSWERS_BOUND / MIB, (before, held)
+        # What stays while nobody reads is the kept answers (freed buffers went back at once).
+        assert held["VmRSS"] - before["VmRSS"] < (MAX_PENDING_ANSWER_BYTES + 16 * MIB) / 1024
+        # Backpressure: the server has stopped reading, so more requests stay in the pipe.
+        later = b"".join(read_call(100 + i) for i in range(later_calls))
+        server.write(later)
+        time.sleep(1)
+        assert server.unread_input() == len(later)
+        answers: dict[int, dict[str, Any]] = {}
+        while len(answers) < calls + later_calls:
+            msg = response()
+            assert msg["id"] not in answers, msg
+            answers[msg["id"]] = msg
+        after = memory_kib(pid)
+        print(
+            f"{calls} + {later_calls} unread notes_read, all answered after "
+            f"{time.monotonic() - started:.1f} s; before={before} held={held} after={after}; "
+            f"+{(after['VmHWM'] - before['VmRSS']) / 1024:.1f} MiB in all"
+        )
+        assert set(answers) == set(range(calls)) | set(range(100, 100 + later_calls))
+        for answer in answers.values():
+            # A read is never answered "busy": it runs again once its answer fits.
+            assert answer["result"]["structuredContent"]["content"] == note, answer.get("error")
+        assert (after["VmHWM"] - before["VmRSS"]) / 1024 < PENDING_ANSWERS_BOUND / MIB
+        # Everything read: the server is back at its resting size.
+        assert after["VmRSS"] - before["VmRSS"] < 16 * 1024, (before, after)
+        # Once the client reads again, the server serves as before.
+        server.write(b'{"jsonrpc":"2.0","id":"p","method":"ping"}\n')
+        assert response() == {"jsonrpc": "2.0", "id": "p", "result": {}}
+        server.write(read_call("again"))
+        assert response()["result"]["structuredContent"]["content"] == note
+    finally:
+        stderr = server.finish()
+    assert "Traceback" not in stderr, stderr
+
+
+def test_stdin_closed_while_reads_wait_for_the_client_exits_within_the_eof_grace(
+    tmp_path: Path,
+) -> None:
+    # The client left large answers unread (so the server stopped reading requests, and reads
+    # wait to run again), then closed stdin: the server still notices, and exits promptly.
+    workspace = tmp_path / "notes"
+    workspace.mkdir()
+    (workspace / "big.md").write_text(code_note(MAX_NOTE_BYTES), encoding="utf-8")
+    uri = (workspace / "big.md").as_uri()
+    server = _Unread(serve_command(tmp_path, workspace))
+    try:
+        server.write(
+            b"".join(
+                json.dumps(call(i, "notes_read", {"uri": uri})).encode() + b"\n" for i in range(16)
+            )
+        )
+        until_idle(server.proc.pid, deadline=WRITE_STALL_S - 10)
+        started = time.monotonic()
+        server.close_stdin()
+        try:
+            code = server.proc.wait(EOF_GRACE_S + 3)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server never noticed stdin closing while answers waited")
+        elapsed = time.monotonic() - started
+        print(f"exited {code} {elapsed:.2f} s after stdin closed")
+        assert code == 0 and elapsed < EOF_GRACE_S + 1
+    finally:
+        stderr = server.finish()
+    assert "Traceback" not in stderr, stderr
+
+
+# The demo app plus a tool whose blocking step (in a worker thread) says how many such steps
+# have run at once so far.
+THREADS_APP = """
+import threading, time
+from dataclasses import replace
+import anyio.to_thread
+from fsnotes.protocol import ToolResult
+from fsnotes.transport.stdio import run_stdio
+from tests.servers.demo_server import build_app
+
+lock = threading.Lock()
+running = [0, 0]  # now, most
+
+def step():
+    with lock:
+        running[0] += 1
+        running[1] = max(running)
+    time.sleep(0.2)
+    with lock:
+        running[0] -= 1
+
+async def threads(ctx, args):
+    await anyio.to_thread.run_sync(step)
+    return ToolResult(text=str(running[1]))
+
+app = build_app()
+app.tools = [*app.tools, replace(app.tools[0], name="threads", handler=threads)]
+run_stdio(app)
+"""
+
+
+async def test_at_most_max_worker_threads_blocking_steps_run_at_once() -> None:
+    # Each running step may hold a note several times over, so the pool size multiplies what
+    # handlers hold (limits.py); anyio's default limiter would run 40 at once.
+    calls = 3 * MAX_WORKER_THREADS
+    async with spawn([sys.executable, "-c", THREADS_APP]) as server:
+        await server.write(
+            b"".join(
+                json.dumps(call(i, "threads", {"text": ""})).encode() + b"\n" for i in range(calls)
+            )
+        )
+        most = 0
+        for _ in range(calls):
+            answer = await server.recv(timeout=20)
+            most = max(most, int(answer["result"]["content"][0]["text"]))
+        assert most == MAX_WORKER_THREADS

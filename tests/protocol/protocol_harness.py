@@ -59,11 +59,28 @@ class Harness:
         self.out: list[dict[str, Any]] = []
         self.scopes: dict[TaskKey, anyio.CancelScope] = {}
         self.waiters: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        # While set, writes of encoded answers wait for it (a client that does not read).
+        self.stalled: anyio.Event | None = None
 
     # Peer
     async def send(self, message: dict[str, Any]) -> None:
         # Round-trip through JSON so tests see exactly what the wire would carry.
         self.out.append(json.loads(json.dumps(message)))
+
+    async def write(self, line: bytes) -> None:
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        while self.stalled is not None:
+            await self.stalled.wait()
+        self.out.append(json.loads(line))
+
+    def stall(self) -> None:
+        """Hold every write of an encoded answer until :meth:`resume`."""
+        self.stalled = anyio.Event()
+
+    def resume(self) -> None:
+        stalled, self.stalled = self.stalled, None
+        if stalled is not None:
+            stalled.set()
 
     async def request(self, request_id: int, message: dict[str, Any], timeout: float) -> Any:
         event = anyio.Event()
