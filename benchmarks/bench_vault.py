@@ -25,6 +25,10 @@ that era):
 * ``rg -l -i --no-ignore WORD VAULT`` (Debian's ripgrep: the unindexed floor), timed as a
   subprocess, so rg's own start-up is included.
 
+Where a ratio compares two figures, their samples are taken in alternation (each rg run
+beside one fsnotes search; cold starts round-robin across the servers), so that load from
+other work on the shared machine touches both alike.
+
 fsnotes runs with ``SQLITE_TMPDIR`` set to its state directory: as shipped, SQLite's
 temporary files (in /var/tmp) are denied by Landlock and the build never completes (see
 ``fsnotes_env``); ``--as-shipped`` runs without it and reports the failure.
@@ -115,7 +119,10 @@ class Server:
             line = self.proc.stdout.readline()
             if not line:
                 raise RuntimeError(f"{self.cmd[0]} exited while waiting for {method}")
-            reply: dict[str, Any] = json.loads(line)
+            try:
+                reply: dict[str, Any] = json.loads(line)
+            except json.JSONDecodeError:
+                raise RuntimeError(f"not JSON on stdout of {self.cmd[0]}: {line[:300]!r}") from None
             if "method" in reply:
                 if "id" not in reply:
                     self.notifications.append((time.perf_counter(), reply))
@@ -362,13 +369,18 @@ def fsnotes_env(state: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def cold_starts(make: Callable[[], Server], spawns: int) -> list[float]:
-    make().close()  # warm-up spawn (page cache of the interpreter and modules)
-    out = []
-    for _ in range(spawns):
-        s = make()
-        out.append(s.initialize())
-        s.close()
+def cold_starts(makers: dict[str, Callable[[], Server]], spawns: int) -> dict[str, list[float]]:
+    """Spawn to ``initialize`` response of each server, interleaved (one of each per round,
+    the order rotated), so that load from other work on the machine touches all alike."""
+    for make in makers.values():
+        make().close()  # warm-up spawn (page cache of the interpreter and modules)
+    out: dict[str, list[float]] = {name: [] for name in makers}
+    names = list(makers)
+    for round_ in range(spawns):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            s = makers[name]()
+            out[name].append(s.initialize())
+            s.close()
     return out
 
 
@@ -480,8 +492,14 @@ def freshness(
 
 
 def bench_fsnotes(
-    root: Path, facts: dict[str, Any], folder: str, args: argparse.Namespace, tmp: Path
+    root: Path,
+    folder: str,
+    rg: dict[str, Any],
+    args: argparse.Namespace,
+    tmp: Path,
 ) -> dict[str, Any]:
+    """Everything measured of fsnotes (and rg, interleaved with its searches; ``rg`` gets
+    the samples)."""
     state = tmp / "state"
     log = tmp / "fsnotes.log"
     st = root.stat()
@@ -500,11 +518,6 @@ def bench_fsnotes(
     }
 
     cmd = fsnotes_cmd(root, state)
-    print("  fsnotes: cold starts on the built index ...", flush=True)
-    out["cold_start"] = stats_ms(
-        cold_starts(lambda: Server(cmd, fsnotes_env(state), log), args.spawns)
-    )
-
     print("  fsnotes: restart and queries ...", flush=True)
     s, out["restart"] = restart(root, state, log, scan_lock)
     ws = out["restart"].pop("workspace_uri")
@@ -527,7 +540,16 @@ def bench_fsnotes(
     }
     totals: dict[str, Any] = {}
     for name, query in queries.items():
-        out[name] = stats_ms(timed(query, runs))
+        peer = rg.get(name.removeprefix("search_")) if "skipped" not in rg else None
+        if peer is None:
+            out[name] = stats_ms(timed(query, runs))
+        else:
+            rg_cmd = peer.pop("cmd")
+            samples, theirs = interleaved(
+                query, lambda c=rg_cmd: subprocess.run(c, capture_output=True), runs
+            )
+            out[name] = stats_ms(samples)
+            peer.update(stats_ms(theirs))
         answer = query(0)
         totals[name] = answer.get("total", len(answer.get("notes", [])))
     out["answers"] = totals
@@ -562,14 +584,24 @@ def bench_fsnotes(
     out["external_write_found_rescan"]["rescan_interval_s"] = NO_WATCH_RESCAN_S
     s.close()
 
-    # Today's cold start beside a vault: the same server on a one-note workspace.
+    # Cold starts, interleaved: on the built index; the same server on a one-note workspace
+    # (today's cold start, without a vault); the node server on the vault.
+    print("  cold starts (fsnotes on the built index, on one note; node) ...", flush=True)
     tiny = tmp / "tiny"
     tiny.mkdir()
     (tiny / "note.md").write_text("# One note\n")
     tiny_cmd = fsnotes_cmd(tiny, tmp / "tiny-state")
-    out["cold_start_one_note"] = stats_ms(
-        cold_starts(lambda: Server(tiny_cmd, fsnotes_env(tmp / "tiny-state")), args.spawns)
-    )
+    makers = {
+        "built": lambda: Server(cmd, fsnotes_env(state), log),
+        "one_note": lambda: Server(tiny_cmd, fsnotes_env(tmp / "tiny-state")),
+    }
+    if NODE_ENTRY.exists():
+        makers["node"] = lambda: Server(["node", str(NODE_ENTRY), str(root)])
+    samples = cold_starts(makers, args.spawns)
+    out["cold_start"] = stats_ms(samples["built"])
+    out["cold_start_one_note"] = stats_ms(samples["one_note"])
+    if "node" in samples:
+        out["cold_start_node"] = stats_ms(samples["node"])
     return out
 
 
@@ -585,7 +617,7 @@ def bench_node(root: Path, folder: str, note: str, args: argparse.Namespace) -> 
     print("  node reference server ...", flush=True)
     out: dict[str, Any] = {
         "command": f"node @modelcontextprotocol/server-filesystem@{NODE_VERSION} VAULT",
-        "cold_start": stats_ms(cold_starts(lambda: Server(cmd), args.spawns)),
+        # cold_start: measured with fsnotes's, interleaved (see bench_fsnotes)
     }
     s = Server(cmd)
     s.initialize()
@@ -608,12 +640,13 @@ def bench_node(root: Path, folder: str, note: str, args: argparse.Namespace) -> 
     return out
 
 
-def bench_rg(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+def rg_plan(root: Path) -> dict[str, Any]:
+    """The rg command of each search (run interleaved with fsnotes's, see bench_fsnotes),
+    with how many files it lists; or why rg is skipped."""
     rg, why_not = ensure_rg()
     if rg is None:
         print(f"  SKIPPED ripgrep: {why_not}", flush=True)
         return {"skipped": why_not}
-    print("  ripgrep ...", flush=True)
     # --no-ignore: the cached vault sits below this repository's .gitignore; rg skips
     # hidden files by default, as fsnotes skips hidden folders.
     base = [rg, "-l", "-i", "--no-ignore"]
@@ -625,9 +658,31 @@ def bench_rg(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     ):
         cmd = [*base, *extra, str(root)]
         files = subprocess.run(cmd, capture_output=True, check=False).stdout.count(b"\n")
-        samples = timed_budget(lambda c=cmd: subprocess.run(c, capture_output=True), args.runs)
-        out[name] = {**stats_ms(samples), "files": files}
+        out[name] = {"cmd": cmd, "files": files}
     return out
+
+
+def interleaved(
+    ours: Callable[[int], object], theirs: Callable[[], object], n: int
+) -> tuple[list[float], list[float]]:
+    """Samples of a fast call and a slow peer taken in alternation (so that load from other
+    work on the machine touches both alike); the peer within SLOW_BUDGET_S, then ours
+    topped up to ``n``."""
+    for i in range(WARMUP):
+        ours(-1 - i)
+    theirs()
+    a: list[float] = []
+    b: list[float] = []
+    deadline = time.perf_counter() + SLOW_BUDGET_S
+    while len(b) < n and (len(b) < MIN_SLOW_RUNS or time.perf_counter() < deadline):
+        t0 = time.perf_counter()
+        theirs()
+        t1 = time.perf_counter()
+        ours(len(a))
+        t2 = time.perf_counter()
+        b.append(t1 - t0)
+        a.append(t2 - t1)
+    return a + timed(ours, n - len(a), warmup=0), b
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -863,13 +918,16 @@ def run_size(count: int, args: argparse.Namespace) -> dict[str, Any]:
         "biggest_folder_notes": folder_notes,
     }
     with tempfile.TemporaryDirectory(prefix="fsnotes-bench-") as tmp:
-        # Peers first, on the vault exactly as generated (fsnotes then writes notes in it).
-        result["rg"] = bench_rg(root, args)
+        # The node server first, on the vault exactly as generated (fsnotes then writes
+        # notes in it); rg beside fsnotes's searches, before fsnotes writes anything.
+        result["rg"] = rg_plan(root)
         first_note = sorted(p.name for p in (root / folder).glob("*.md"))[0]
         note = f"{folder}/{first_note}" if folder else first_note
         result["node"] = bench_node(root, folder, note, args)
         try:
-            result["fsnotes"] = bench_fsnotes(root, facts, folder, args, Path(tmp))
+            result["fsnotes"] = bench_fsnotes(root, folder, result["rg"], args, Path(tmp))
+            if "cold_start_node" in result["fsnotes"] and "skipped" not in result["node"]:
+                result["node"]["cold_start"] = result["fsnotes"].pop("cold_start_node")
         except BuildFailed as exc:
             print(f"  FSNOTES'S INDEX BUILD FAILED, so nothing else was measured: {exc}")
             result["fsnotes"] = {"build_failed": str(exc)}
@@ -895,6 +953,7 @@ def main() -> int:
     parser.add_argument("--fresh-trials", type=int, default=10, help="external writes, watcher")
     parser.add_argument("--nowatch-trials", type=int, default=3, help="same, watcher off")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, default=RESULTS, help="results file (merged)")
     parser.add_argument(
         "--as-shipped",
         action="store_true",
@@ -905,16 +964,16 @@ def main() -> int:
     AS_SHIPPED = args.as_shipped
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     report: dict[str, Any] = {"benchmark": "vault", "sizes": {}}
-    if RESULTS.exists():
+    if args.json.exists():
         with contextlib.suppress(json.JSONDecodeError):
-            report = json.loads(RESULTS.read_text())
+            report = json.loads(args.json.read_text())
     report["machine"] = machine()
     for count in sizes:
         result = run_size(count, args)
         result["machine"] = machine()
         report.setdefault("sizes", {})[str(count)] = result
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
         if "goals" not in result:
             continue
         md = print_table(result)
@@ -924,8 +983,8 @@ def main() -> int:
             f"{m['kernel']}, Python {m['python']}, SQLite {m['sqlite']}, node {m['node']}, "
             f"{m['ripgrep']}.\n"
         )
-        (RESULTS.parent / f"vault-{count}.md").write_text(md)
-    print(f"\nwrote {RESULTS}", flush=True)
+        (args.json.parent / f"vault-{count}.md").write_text(md)
+    print(f"\nwrote {args.json}", flush=True)
     return 0
 
 
