@@ -26,8 +26,8 @@ that era):
   subprocess, so rg's own start-up is included.
 
 Where a ratio compares two figures, their samples are taken in alternation (each rg run
-beside one fsnotes search; cold starts round-robin across the servers), so that load from
-other work on the shared machine touches both alike.
+beside one fsnotes search, each node call beside one fsnotes call, cold starts round-robin
+across the servers), so that load from other work on the shared machine touches both alike.
 
 fsnotes runs with ``SQLITE_TMPDIR`` set to its state directory: as shipped, SQLite's
 temporary files (in /var/tmp) are denied by Landlock and the build never completes (see
@@ -495,11 +495,14 @@ def bench_fsnotes(
     root: Path,
     folder: str,
     rg: dict[str, Any],
+    node: dict[str, Any],
+    peer_session: Server | None,
     args: argparse.Namespace,
     tmp: Path,
 ) -> dict[str, Any]:
-    """Everything measured of fsnotes (and rg, interleaved with its searches; ``rg`` gets
-    the samples)."""
+    """Everything measured of fsnotes, and of its peers where a ratio compares them: rg's
+    runs beside fsnotes's searches (``rg`` gets them), the node server's calls beside
+    fsnotes's (``node`` gets them; ``peer_session`` is closed here)."""
     state = tmp / "state"
     log = tmp / "fsnotes.log"
     st = root.stat()
@@ -538,10 +541,28 @@ def bench_fsnotes(
         "tag_filter": listing(tag=vault.TAG),
         "tag_filter_no_match": listing(tag=MISSING_TAG),
     }
+
+    def node_call(tool: str, **arguments: Any) -> Callable[[], object] | None:
+        if peer_session is None:
+            return None
+        return lambda: peer_session.call(tool, arguments)
+
+    node_peers = {
+        "list_first_page": ("list_directory_top", node_call("list_directory", path=str(root))),
+        "list_folder_first_page": (
+            "list_directory_folder",
+            node_call("list_directory", path=str(root / folder)),
+        ),
+    }
     totals: dict[str, Any] = {}
     for name, query in queries.items():
         peer = rg.get(name.removeprefix("search_")) if "skipped" not in rg else None
-        if peer is None:
+        node_key, node_fn = node_peers.get(name, ("", None))
+        if node_fn is not None:
+            samples, theirs = interleaved(query, node_fn, runs)
+            out[name] = stats_ms(samples)
+            node[node_key] = stats_ms(theirs)
+        elif peer is None:
             out[name] = stats_ms(timed(query, runs))
         else:
             rg_cmd = peer.pop("cmd")
@@ -555,7 +576,18 @@ def bench_fsnotes(
     out["answers"] = totals
     first = s.call("notes_list", {"workspaceUri": ws, "folder": folder, "limit": 1})["notes"][0]
     out["read_note"] = {"path": first["path"], "size": first["size"]}
-    out["read"] = stats_ms(timed(lambda _i: s.call("notes_read", {"uri": first["uri"]}), runs))
+    read = node_call("read_text_file", path=str(root / first["path"]))
+    if read is None:
+        out["read"] = stats_ms(timed(lambda _i: s.call("notes_read", {"uri": first["uri"]}), runs))
+    else:
+        samples, theirs = interleaved(
+            lambda _i: s.call("notes_read", {"uri": first["uri"]}), read, runs
+        )
+        out["read"] = stats_ms(samples)
+        node["read_text_file"] = stats_ms(theirs)
+    if peer_session is not None:
+        node["peak_rss_kib"] = peer_session.status("VmHWM")
+        peer_session.close()
     tag = f"{os.getpid()}"
     content = note_text("created", 0)
 
@@ -608,36 +640,26 @@ def bench_fsnotes(
 # --- peers ------------------------------------------------------------------------------------
 
 
-def bench_node(root: Path, folder: str, note: str, args: argparse.Namespace) -> dict[str, Any]:
+def node_plan(root: Path, args: argparse.Namespace) -> tuple[dict[str, Any], Server | None]:
+    """The node server on the vault: its name-only ``search_files`` walk measured here; its
+    ``list_directory`` and ``read_text_file`` beside fsnotes's calls (see bench_fsnotes),
+    on the session returned."""
     why_not = ensure_node_server()
     if why_not is not None:
         print(f"  SKIPPED the node reference server: {why_not}", flush=True)
-        return {"skipped": why_not}
-    cmd = ["node", str(NODE_ENTRY), str(root)]
-    print("  node reference server ...", flush=True)
+        return {"skipped": why_not}, None
+    print("  node reference server: search_files ...", flush=True)
     out: dict[str, Any] = {
         "command": f"node @modelcontextprotocol/server-filesystem@{NODE_VERSION} VAULT",
-        # cold_start: measured with fsnotes's, interleaved (see bench_fsnotes)
+        # cold_start, list_directory_*, read_text_file: measured beside fsnotes's
     }
-    s = Server(cmd)
+    s = Server(["node", str(NODE_ENTRY), str(root)])
     s.initialize()
-    top, big = str(root), str(root / folder)
-
-    def tool(name: str, **arguments: Any) -> Callable[[int], object]:
-        return lambda _i: s.call(name, arguments)
-
-    out["list_directory_top"] = stats_ms(timed(tool("list_directory", path=top), args.runs))
-    out["list_directory_folder"] = stats_ms(timed(tool("list_directory", path=big), args.runs))
-    out["read_text_file"] = stats_ms(
-        timed(tool("read_text_file", path=str(root / note)), args.runs)
-    )
     pattern = f"**/*{vault.RARE_WORD}*"
-    walk = tool("search_files", path=top, pattern=pattern)
-    out["search_files_names_only"] = stats_ms(timed_budget(lambda: walk(0), args.runs))
-    out["search_files_names_only"]["pattern"] = pattern
-    out["peak_rss_kib"] = s.status("VmHWM")
-    s.close()
-    return out
+    arguments = {"path": str(root), "pattern": pattern}
+    walk = stats_ms(timed_budget(lambda: s.call("search_files", arguments), args.runs))
+    out["search_files_names_only"] = {**walk, "pattern": pattern}
+    return out, s
 
 
 def rg_plan(root: Path) -> dict[str, Any]:
@@ -921,17 +943,19 @@ def run_size(count: int, args: argparse.Namespace) -> dict[str, Any]:
         # The node server first, on the vault exactly as generated (fsnotes then writes
         # notes in it); rg beside fsnotes's searches, before fsnotes writes anything.
         result["rg"] = rg_plan(root)
-        first_note = sorted(p.name for p in (root / folder).glob("*.md"))[0]
-        note = f"{folder}/{first_note}" if folder else first_note
-        result["node"] = bench_node(root, folder, note, args)
+        result["node"], peer_session = node_plan(root, args)
         try:
-            result["fsnotes"] = bench_fsnotes(root, folder, result["rg"], args, Path(tmp))
+            result["fsnotes"] = bench_fsnotes(
+                root, folder, result["rg"], result["node"], peer_session, args, Path(tmp)
+            )
             if "cold_start_node" in result["fsnotes"] and "skipped" not in result["node"]:
                 result["node"]["cold_start"] = result["fsnotes"].pop("cold_start_node")
         except BuildFailed as exc:
             print(f"  FSNOTES'S INDEX BUILD FAILED, so nothing else was measured: {exc}")
             result["fsnotes"] = {"build_failed": str(exc)}
         finally:
+            if peer_session is not None and peer_session.proc.poll() is None:
+                peer_session.close()
             remove_written(root)
             log = Path(tmp) / "fsnotes.log"
             if log.exists():
