@@ -300,12 +300,17 @@ def ensure_rg() -> tuple[str | None, str | None]:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         return None, "rg not found (install Debian's ripgrep: apt-get install ripgrep)"
     print("installing ripgrep with apt-get ...", flush=True)
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    cmd = ["apt-get", "install", "-y", "-q", "ripgrep"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if subprocess.run(cmd, env=env, check=False, **quiet).returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env, check=False, **quiet)
-        subprocess.run(cmd, env=env, check=False, **quiet)
+
+    def apt(*words: str) -> int:
+        done = subprocess.run(
+            ["apt-get", *words], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        return done.returncode
+
+    if apt("install", "-y", "-q", "ripgrep") != 0:
+        apt("update", "-q")
+        apt("install", "-y", "-q", "ripgrep")
     found = shutil.which("rg")
     return (found, None) if found else (None, "apt-get install ripgrep failed")
 
@@ -526,10 +531,10 @@ def bench_fsnotes(
     ws = out["restart"].pop("workspace_uri")
     runs = args.runs
 
-    def search(query: str) -> Callable[[int], object]:
+    def search(query: str) -> Callable[[int], dict[str, Any]]:
         return lambda _i: s.call("notes_search", {"workspaceUri": ws, "query": query})
 
-    def listing(**extra: Any) -> Callable[[int], object]:
+    def listing(**extra: Any) -> Callable[[int], dict[str, Any]]:
         return lambda _i: s.call("notes_list", {"workspaceUri": ws, "limit": LIST_LIMIT, **extra})
 
     queries = {
@@ -565,10 +570,12 @@ def bench_fsnotes(
         elif peer is None:
             out[name] = stats_ms(timed(query, runs))
         else:
-            rg_cmd = peer.pop("cmd")
-            samples, theirs = interleaved(
-                query, lambda c=rg_cmd: subprocess.run(c, capture_output=True), runs
-            )
+            rg_cmd: list[str] = peer.pop("cmd")
+
+            def rg_run(c: list[str] = rg_cmd) -> object:
+                return subprocess.run(c, capture_output=True)
+
+            samples, theirs = interleaved(query, rg_run, runs)
             out[name] = stats_ms(samples)
             peer.update(stats_ms(theirs))
         answer = query(0)
@@ -629,11 +636,11 @@ def bench_fsnotes(
     }
     if NODE_ENTRY.exists():
         makers["node"] = lambda: Server(["node", str(NODE_ENTRY), str(root)])
-    samples = cold_starts(makers, args.spawns)
-    out["cold_start"] = stats_ms(samples["built"])
-    out["cold_start_one_note"] = stats_ms(samples["one_note"])
-    if "node" in samples:
-        out["cold_start_node"] = stats_ms(samples["node"])
+    starts = cold_starts(makers, args.spawns)
+    out["cold_start"] = stats_ms(starts["built"])
+    out["cold_start_one_note"] = stats_ms(starts["one_note"])
+    if "node" in starts:
+        out["cold_start_node"] = stats_ms(starts["node"])
     return out
 
 
@@ -729,7 +736,7 @@ def fmt_ms(value: float) -> str:
 def ratio(ours: dict[str, Any] | None, peer: dict[str, Any] | None) -> float | None:
     if not ours or not peer or "median_ms" not in ours or "median_ms" not in peer:
         return None
-    return ours["median_ms"] / peer["median_ms"]
+    return float(ours["median_ms"]) / float(peer["median_ms"])
 
 
 def fmt_ratio(r: float | None) -> str:
@@ -899,7 +906,7 @@ def print_table(result: dict[str, Any]) -> str:
         )
     )
     rows = rows_for(result)
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     lines = [f"== {head}"]
     lines.append(f"{'what':<{widths[0]}}  {'fsnotes':<{widths[1]}}  {'peer':<{widths[2]}}  ratio")
     for what, ours, peer, rat in rows:
