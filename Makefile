@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest peers sysdeps bench clean
+.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
@@ -40,6 +40,11 @@ test: $(STAMP) peers sysdeps lint typecheck pytest docker-test
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# Large vaults (issue 11): 1k and 10k notes by default (also part of `make bench`); the
+# full run, about 10 minutes: make bench-vault SIZES=1000,10000,100000
+bench-vault: $(STAMP)
+	$(PY) benchmarks/bench_vault.py $(if $(SIZES),--sizes $(SIZES))
 
 clean:
 	rm -rf $(VENV) tests/peers/node_modules .pytest_cache .mypy_cache .ruff_cache

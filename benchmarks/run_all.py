@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_sandbox.py", "bench_protocol.py", "bench_notes.py"]
+# bench_vault.py runs its default sizes here (1k, 10k); `make bench-vault SIZES=...` for more.
+SCRIPTS = ["bench_sandbox.py", "bench_protocol.py", "bench_notes.py", "bench_vault.py"]
 
 
 def main() -> int:
