@@ -29,10 +29,6 @@ Where a ratio compares two figures, their samples are taken in alternation (each
 beside one fsnotes search, each node call beside one fsnotes call, cold starts round-robin
 across the servers), so that load from other work on the shared machine touches both alike.
 
-fsnotes runs with ``SQLITE_TMPDIR`` set to its state directory: as shipped, SQLite's
-temporary files (in /var/tmp) are denied by Landlock and the build never completes (see
-``fsnotes_env``); ``--as-shipped`` runs without it and reports the failure.
-
 Prints one table per size (ratios against peers in the same run; the issue's goals marked
 met/not met, informational) and merges the results into ``benchmarks/results/vault.json``
 (a Markdown copy of each table goes to ``benchmarks/results/vault-<size>.md``).
@@ -78,7 +74,6 @@ WARMUP = 5
 # MIN_SLOW_RUNS), so a 100k run stays within minutes.
 SLOW_BUDGET_S = 30.0
 MIN_SLOW_RUNS = 5
-AS_SHIPPED = False  # --as-shipped: no SQLITE_TMPDIR workaround (see fsnotes_env)
 POLL_S = 0.020  # how often a freshness probe asks notes_search
 BUILD_TIMEOUT_S = 900.0
 LOCK_POLL_S = 0.005
@@ -365,12 +360,6 @@ def fsnotes_cmd(root: Path, state: Path) -> list[str]:
 def fsnotes_env(state: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FSNOTES_", "SQLITE_"))}
     env.update(FSNOTES_LOG_LEVEL="INFO", **extra)
-    if not AS_SHIPPED:
-        # Workaround for a product bug (reported, not fixed here): under Landlock SQLite
-        # cannot create its temporary files in /var/tmp, and an FTS5 segment merge inside
-        # an index batch needs one, so the build fails on every batch and never completes.
-        # SQLite takes SQLITE_TMPDIR at process start; the state dir is inside the jail.
-        env["SQLITE_TMPDIR"] = str(state)
     return env
 
 
@@ -515,7 +504,6 @@ def bench_fsnotes(
     out: dict[str, Any] = {
         "command": "python -m fsnotes serve --workspace VAULT --state-dir FRESH",
         "era": "2025-11-25 (initialize handshake)",
-        "sqlite_tmpdir_workaround": not AS_SHIPPED,
     }
     print("  fsnotes: full build on a fresh state dir ...", flush=True)
     out["build"] = build(root, state, log, scan_lock)
@@ -899,11 +887,6 @@ def print_table(result: dict[str, Any]) -> str:
         f"(seed {facts['seed']}); p50 / p99 over {result['runs']} calls "
         f"(rg and node search_files: {result['rg'].get('rare', {}).get('n', '-')} runs), "
         "legacy initialize for both servers"
-        + (
-            ""
-            if result["as_shipped"]
-            else "; fsnotes with SQLITE_TMPDIR=its state dir (see --as-shipped)"
-        )
     )
     rows = rows_for(result)
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
@@ -942,7 +925,6 @@ def run_size(count: int, args: argparse.Namespace) -> dict[str, Any]:
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "vault": {k: v for k, v in facts.items() if k != "params"},
         "runs": args.runs,
-        "as_shipped": AS_SHIPPED,
         "biggest_folder": folder,
         "biggest_folder_notes": folder_notes,
     }
@@ -985,14 +967,7 @@ def main() -> int:
     parser.add_argument("--nowatch-trials", type=int, default=3, help="same, watcher off")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, default=RESULTS, help="results file (merged)")
-    parser.add_argument(
-        "--as-shipped",
-        action="store_true",
-        help="run fsnotes without the SQLITE_TMPDIR workaround (the build fails under Landlock)",
-    )
     args = parser.parse_args()
-    global AS_SHIPPED
-    AS_SHIPPED = args.as_shipped
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     report: dict[str, Any] = {"benchmark": "vault", "sizes": {}}
     if args.json.exists():

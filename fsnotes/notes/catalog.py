@@ -22,7 +22,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,7 +90,8 @@ class SearchHit:
 @dataclass(frozen=True)
 class Found:
     hits: list[SearchHit]
-    total: int  # notes that match (hits holds the best ``limit``)
+    total: int  # notes that match, counted up to ranking.COUNT_CAP
+    total_exact: bool  # below the cap: every match was counted
     ranked_all: bool  # every match was ranked (else the newest RANK_WINDOW, see ranking)
     scanned: int  # notes in scope that were searched
     status: IndexStatus
@@ -119,9 +119,6 @@ class Catalog:
         self.index = index
         self.base = base
         self.on_folder: Callable[[Components], None] | None = None
-        # Runs the full count of a broad query on another connection while this thread
-        # ranks it (SQLite releases the GIL, so the two use both cores); None: in turn.
-        self.count_in_background: Callable[[str], Future[int]] | None = None
         self.scanner = Scanner(store, index, base, on_folder=self._folder_seen)
         self._local = _Local()
 
@@ -242,7 +239,7 @@ class Catalog:
                     ranking.WEIGHTS,
                     ranking.INTERNAL_MARKS,
                     ranking.SNIPPET_TOKENS,
-                    self.count_in_background,
+                    ranking.COUNT_CAP,
                 )
                 stale = self._stale([h.row for h in hits])
                 if not stale:
@@ -259,6 +256,7 @@ class Catalog:
                 for h, score in zip(hits, shown, strict=True)
             ],
             total=total,
+            total_exact=total < ranking.COUNT_CAP,
             ranked_all=matched <= ranking.RANK_WINDOW,
             scanned=scanned,
             status=status,

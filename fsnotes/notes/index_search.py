@@ -7,20 +7,10 @@ to decide, and the caller passes it in. Every expression is bound as a parameter
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 
 from .index import NoteIndex
 from .schema import BODY_COLUMN, ROW_COLUMNS, Hit, row_of
-
-
-def _count_now(index: NoteIndex) -> Callable[[str], Future[int]]:
-    def start(match: str) -> Future[int]:
-        done: Future[int] = Future()
-        done.set_result(match_count(index, match))
-        return done
-
-    return start
 
 
 def search(
@@ -32,26 +22,26 @@ def search(
     weights: Sequence[float],
     marks: tuple[str, str, str],
     snippet_tokens: int,
-    count: Callable[[str], Future[int]] | None = None,
+    count_cap: int,
 ) -> tuple[list[Hit], int]:
-    """The ``limit`` best notes for the FTS5 expression ``match``, and how many match.
-    Every expression is bound as a parameter, never spliced into the SQL.
+    """The ``limit`` best notes for the FTS5 expression ``match``, and how many match (at
+    most ``count_cap``: counting reads every match's rowid, so a word found in a million
+    notes is counted up to the cap). Every expression is bound, never spliced into the SQL.
 
     Order: how many of ``tier_matches`` (the same terms within one column of the small
     ``tfts`` table: title, path) a note matches, then bm25. bm25 reads every hit of every
     term, so it is computed for at most ``window`` matching notes, the most recently
     indexed ones (FTS5 reads rowids newest first and stops there); tier matches beyond
     them are still ranked in their tier, after the ones in the window, by recency. A
-    query with at most ``window`` matches is ranked exactly. ``count`` may run the full
-    count (needed only past the window) in another thread meanwhile.
+    query with at most ``window`` matches is ranked exactly.
     """
     matched = int(
         index.query(
             "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
-            (match, window + 1),
+            (match, max(window, count_cap)),
         )[0][0]
     )
-    counting = (count or _count_now(index))(match) if matched > window else None
+    overflow = matched > window
     rank = f"bm25(fts, {', '.join(str(float(w)) for w in weights)})"
     tiers = " + ".join(
         ["(rowid IN (SELECT rowid FROM tfts WHERE tfts MATCH ?))"] * len(tier_matches)
@@ -65,10 +55,9 @@ def search(
             [*tier_matches, match, window, limit],
         )
     ]
-    if counting is not None and tier_matches:
+    if overflow and tier_matches:
         best = _with_older_tiers(index, best, tier_matches, window, limit)
-    hits = _hits(index, best, match, marks, snippet_tokens)
-    return hits, counting.result() if counting is not None else matched
+    return _hits(index, best, match, marks, snippet_tokens), matched
 
 
 def _with_older_tiers(
@@ -160,7 +149,3 @@ def _hits(
             )
         )
     return hits
-
-
-def match_count(index: NoteIndex, match: str) -> int:
-    return int(index.query("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,))[0][0])

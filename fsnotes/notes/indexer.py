@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -30,7 +29,6 @@ import anyio
 from sandbox.watch import DirectoryWatcher, WatchEvent, WatchUnavailable, max_user_watches
 
 from ..security.grants import Workspace
-from . import index_search
 from .catalog import Catalog, CatalogUnavailable
 from .index import IndexProblem, NoteIndex
 from .schema import SCHEMA_VERSION
@@ -59,7 +57,6 @@ TICK_S = 1.0
 # A vault of 10k notes is indexed well within it; hosts time tool calls out after a minute.
 INDEX_WAIT_S = 10.0
 INDEX_POLL_S = 0.25
-COUNT_WORKERS = 2
 
 ProgressReport = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -160,11 +157,6 @@ class Catalogs:
         self.watch_problem: str | None = None
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
-        # Full counts of broad searches, run beside the ranking (see Catalog.search); two
-        # workers: one per core of the machines this is meant for, each its own connection.
-        self._counter = ThreadPoolExecutor(
-            max_workers=COUNT_WORKERS, thread_name_prefix="fsnotes-count"
-        )
         # True while run() keeps the indexes fresh in the background. Without it (the
         # server used as a library, `fsnotes index`), every query first brings the index up
         # to date with an incremental rescan, so answers are as fresh as a walk.
@@ -178,9 +170,6 @@ class Catalogs:
                 return entry.catalog
         index = NoteIndex.open(self.state_dir, store.root.identity, self.fingerprint)
         catalog = Catalog(ws.name, store, index, ws.components)
-        catalog.count_in_background = lambda match: self._counter.submit(
-            index_search.match_count, index, match
-        )
         with self._lock:
             entry = self._entries.get(ws.name)
             if entry is not None and entry.store is store:
@@ -223,7 +212,6 @@ class Catalogs:
         if self.watcher is not None:
             self.watcher.close()
             self.watcher = None
-        self._counter.shutdown(wait=True)
 
     # --- watching ------------------------------------------------------------------------
 

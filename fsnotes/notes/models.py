@@ -208,9 +208,12 @@ class SearchHit(BaseModel):
 
 class NotesSearchResult(BaseModel):
     results: list[SearchHit]
-    total: int = Field(description="How many notes matched (results holds the best 'limit').")
+    total: int = Field(
+        description="How many notes matched (results holds the best 'limit'), counted up to 10,000."
+    )
+    totalExact: bool = Field(description="False when more than 'total' notes matched.")
     rankedAll: bool = Field(
-        description="False when more notes matched than are ranked one by one (the 2,000 "
+        description="False when more notes matched than are ranked one by one (the 1,000 "
         "most recently changed, plus the newest with every word in the title or path): "
         "the best of the rest may be missing; narrow the query, folder or tag."
     )

@@ -26,13 +26,16 @@ COLUMN_WEIGHTS: dict[str, float] = {
     "body": 1.0,
     "scope": 0.0,  # made-up folder and tag tokens: a filter, never relevance
 }
-# bm25 reads every hit of every term in every matching note, about 2 µs per note on the
-# 2-core machine for a common word: ranking every match of a word found in all of 100k
-# notes would take 200 ms. So at most this many matches are ranked by bm25, the most
-# recently indexed ones (new and changed notes first), plus the newest title and path
-# matches beyond them; a query with fewer matches (nearly every real one) is ranked
-# exactly, and the result says when it was not.
-RANK_WINDOW = 2000
+# bm25 reads every hit of every term in every matching note: 2 µs per note for a word seen
+# once or twice, 11 µs for "the" (dozens of hits a note), on the 2-core machine. Ranking
+# every match of a word found in all of 100k notes would take a second. So at most this
+# many matches are ranked by bm25, the most recently indexed ones (new and changed notes
+# first), plus the newest title and path matches beyond them; a query with fewer matches
+# (nearly every real one) is ranked exactly, and the result says when it was not.
+RANK_WINDOW = 1000
+# Matches are counted up to this many (reading rowids, about 0.25 µs each): past it a
+# result says "at least" (totalExact false) instead of reading a million rowids to count.
+COUNT_CAP = 10_000
 WEIGHTS: tuple[float, ...] = tuple(COLUMN_WEIGHTS[c] for c in FTS_COLUMNS)
 
 # Matched words are wrapped in these marks: Markdown bold, which every model reads as

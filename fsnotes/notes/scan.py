@@ -110,7 +110,9 @@ class Scanner:
                 total += len(changed)
         if progress is not None:
             progress(0, total)
-        if not self._write_pending(pending, report, progress, total, stop):
+        with self.index.bulk():
+            written = self._write_pending(pending, report, progress, total, stop)
+        if not written:
             report.cancelled = True
             return report
         gone = [f for f in self.index.folders() if _below(f, folder) and f not in seen_folders]

@@ -282,6 +282,7 @@ class NotesService:
         return NotesSearchResult(
             results=results,
             total=found.total,
+            totalExact=found.total_exact,
             rankedAll=found.ranked_all,
             scanned=found.scanned,
             index=index_info(found.status),

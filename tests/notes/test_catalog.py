@@ -156,6 +156,30 @@ def test_a_tag_filter_matches_nested_tags_and_case(server: Server) -> None:
     assert svc.notes_list(None, None, "wor", None, None).notes == []
 
 
+@pytest.mark.parametrize("rare_below", [2_000, 0])
+def test_a_tag_on_few_or_many_notes_lists_the_same_pages(
+    server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch, rare_below: int
+) -> None:
+    import fsnotes.notes.index as index
+
+    monkeypatch.setattr(index, "RARE_TAG_NOTES", rare_below)  # 0: every tag is "common"
+    for i in range(7):
+        (vault / f"t{i}.md").write_text(f"# t{i}\n\n#work/sub{i % 2}\n")
+    svc = server.service
+    pages, cursor = [], None
+    while True:
+        page = svc.notes_list(None, None, "work", cursor, 3)
+        pages.append([n.path for n in page.notes])
+        cursor = page.nextCursor
+        if cursor is None:
+            break
+    assert pages == [
+        ["projects/budget.md", "projects/plan.md", "t0.md"],
+        ["t1.md", "t2.md", "t3.md"],
+        ["t4.md", "t5.md", "t6.md"],
+    ]
+
+
 def test_results_say_how_complete_the_index_is(server: Server) -> None:
     page = server.service.notes_list(None, None, None, None, None)
     assert page.index.model_dump(exclude_none=True) == {
