@@ -18,7 +18,7 @@ def test_words_phrases_and_prefixes() -> None:
         Term("copper kettle", phrase=True),
         Term("roo", prefix=True),
     ]
-    assert to_match(parse('a1 "b c" de*')) == '"a1" AND "b c" AND "de"*'
+    assert to_match(parse('a1 "b c" def*')) == '"a1" AND "b c" AND "def"*'
 
 
 def test_quotes_inside_terms_are_doubled_and_an_open_quote_runs_to_the_end() -> None:
@@ -40,8 +40,8 @@ def test_nothing_to_search_is_a_query_error(query: str) -> None:
 
 
 def test_a_short_prefix_is_refused_with_the_minimum() -> None:
-    with pytest.raises(QueryError, match="at least 2"):
-        parse("a*")
+    with pytest.raises(QueryError, match="at least 3"):
+        parse("ab*")
 
 
 def test_too_many_terms_is_refused() -> None:

@@ -88,9 +88,9 @@ notes_st = st.lists(
 word_term = st.sampled_from(VOCAB).map(lambda w: Term((w,)))
 phrase_term = st.tuples(st.sampled_from(VOCAB), st.sampled_from(VOCAB)).map(Term)
 prefix_term = st.builds(
-    lambda w, n: Term((w[: max(2, min(n, len(w)))],), prefix=True),
-    st.sampled_from(VOCAB),
-    st.integers(min_value=2, max_value=4),
+    lambda w, n: Term((w[: max(3, min(n, len(w)))],), prefix=True),
+    st.sampled_from([w for w in VOCAB if len(w) >= 3]),  # prefixes need 3 letters
+    st.integers(min_value=3, max_value=5),
 )
 query_st = st.tuples(
     st.lists(st.one_of(word_term, phrase_term, prefix_term), min_size=1, max_size=3),
@@ -118,7 +118,7 @@ class Tokenizer:
 
 
 def fold(prefix: str) -> str:
-    """What FTS5 does to a prefix term: case and diacritics folded, no stemming."""
+    """Case and diacritics folded (what is left of a prefix the tokenizer drops)."""
     decomposed = unicodedata.normalize("NFD", prefix.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -144,7 +144,9 @@ def columns_of(parts: tuple[str, ...], spec: NoteSpec, text: str) -> dict[str, s
 
 def term_matches(term: Term, tokens: list[str], tokenize: Tokenizer) -> bool:
     if term.prefix:
-        want = fold(term.words[0])
+        # FTS5 runs the prefix through the tokenizer too (folded, and stemmed: 'plans*'
+        # looks for words whose stem starts with 'plan').
+        [want] = tokenize(term.words[0]) or [fold(term.words[0])]
         return any(t.startswith(want) for t in tokens)
     phrase = [tok for word in term.words for tok in tokenize(word)]
     if not phrase:
