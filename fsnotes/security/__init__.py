@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import shown, statedir
-    from .grants import Access, Grant, Grants, NotGranted, Workspace
+    from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace
     from .replay import AlreadyUsed, ReplayStore, SQLiteReplayStore, StoreBusy, StoreFull
     from .seal import (
         Keyring,
@@ -40,6 +40,7 @@ __all__ = [
     "LocalDB",
     "NotGranted",
     "ReplayStore",
+    "RuntimeLayer",
     "SQLiteReplayStore",
     "Sealer",
     "StateExpired",
@@ -66,6 +67,7 @@ _HOME = {
     "LocalDB": "sqlite",
     "NotGranted": "grants",
     "ReplayStore": "replay",
+    "RuntimeLayer": "grants",
     "SQLiteReplayStore": "replay",
     "Sealer": "seal",
     "StateExpired": "seal",

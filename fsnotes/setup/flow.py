@@ -44,7 +44,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from sandbox import errors as sx
 from sandbox import uri as lexical
 
-from ..notes.service import NotesService
 from ..protocol.limits import INPUT_REQUEST_TIMEOUT_S
 from ..protocol.registry import (
     ElicitURL,
@@ -61,7 +60,7 @@ from ..security.grants import Access
 from ..security.seal import Sealer, StateExpired, StateInvalid, StateUnknownKey, digest_arguments
 from ..security.shown import shown
 from .policy import PageUnavailable
-from .runtime import NotGrantable, RuntimeScope, Target
+from .runtime import NotGrantable, RuntimeScope, Served, Target
 from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
 
 log = logging.getLogger("fsnotes.setup")
@@ -109,7 +108,7 @@ class SetupFlow:
     def __init__(
         self,
         *,
-        service: NotesService,
+        service: Served,
         scope: RuntimeScope,
         store: SetupStore,
         sealer: Sealer,

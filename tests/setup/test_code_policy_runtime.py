@@ -139,7 +139,6 @@ def make_scope(
     shared = str(tree / "shared")
     policy = SetupPolicy(allow=(shared,), max_access=max_access)
     ws = configured or [Workspace("conf", lexical.path_components(str(tree / "shared" / "conf")))]
-    grants = Grants(ws, [])
     store = SetupStore(tree, clock=time.time)
     parent = Root.open(shared)
     stores: dict[str, object] = {}
@@ -147,11 +146,11 @@ def make_scope(
         store=store,
         policy=policy,
         parents=[parent],
-        grants=grants,
+        configured=ws,
         stores=stores,  # type: ignore[arg-type]
         extensions=(".md",),
     )
-    grants.sync = scope.sync
+    grants = Grants(ws, [], source=scope)
     return scope, grants, stores, store, parent
 
 
