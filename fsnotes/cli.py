@@ -124,9 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return demo_main()
     if args.command == "grant":
+        from .cli_grant import run_grant
         from .config import ConfigError, load
         from .server import main_error
-        from .setup.admin import run_grant
 
         try:
             config = load(

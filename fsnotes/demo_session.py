@@ -1,9 +1,10 @@
 """The main job: a scripted MCP session against a copy of the bundled example vault.
 
-The official Python SDK client (``mcp``, a test/dev dependency) plays the desktop host: it
-spawns ``fsnotes serve`` over stdio exactly as Claude Desktop would, and a scripted
-"person" answers the confirmation form. Every step checks its outcome; the exit status is
-non-zero if anything did not behave as described.
+The official Python SDK client (``mcp``, in the ``demo`` extra, which ``dev`` includes)
+plays the desktop host: it spawns ``fsnotes serve`` over stdio exactly as Claude Desktop
+would, and a scripted "person" answers the confirmation form. Every step checks its outcome;
+the exit status is non-zero if anything did not behave as described. Without the extra
+(a plain ``pip install fsnotes``) it says in one line how to get it and exits with status 2.
 """
 
 from __future__ import annotations
@@ -47,10 +48,13 @@ def main() -> int:
     try:
         import anyio
         import mcp  # noqa: F401 - the host side of the demo
-    except ImportError:
+        import starlette  # noqa: F401 - the setup page its third session opens
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
         print(
-            "fsnotes demo: the demo uses the official MCP Python SDK as its host; install the "
-            "dev extras (make demo does this) or `pip install mcp==2.3.0`.",
+            f"fsnotes demo: the demo needs its extra ({exc.name or 'a module'} is missing: "
+            "the official MCP Python SDK plays the host); install it with: "
+            "pip install 'fsnotes[demo]' (make demo does this)",
             file=sys.stderr,
         )
         return 2

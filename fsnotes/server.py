@@ -26,7 +26,6 @@ import anyio.to_thread
 
 import fsnotes as fsnotes_pkg
 import sandbox
-from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.jail import JailError, JailReport, apply_landlock, runtime_read_only_paths
 from sandbox.root import Root
@@ -41,14 +40,12 @@ from .notes.store import NoteStore
 from .notes.tools import build_tools
 from .protocol.registry import App
 from .security import statedir
-from .security.grants import Access, Grants
+from .security.grants import Access
 from .security.replay import SQLiteReplayStore, StoreBusy
 from .security.seal import Keyring, Sealer
 from .setup import code as setup_code
-from .setup.flow import SetupFlow, build_setup_tool
+from .setup.part import SetupError, SetupPart, build_setup
 from .setup.policy import PageUnavailable
-from .setup.runtime import NotGrantable, RuntimeScope
-from .setup.store import Setup, SetupStore, SetupStoreBusy
 
 log = logging.getLogger("fsnotes")
 
@@ -70,13 +67,12 @@ class Server:
     roots: list[Root]
     replay: SQLiteReplayStore
     config: Config
-    setup: SetupFlow
-    parents: list[Root]  # the setup allowlist's folders (empty when setup is off)
+    setup: SetupPart  # notes_setup, its store, the allowlisted folders, the page
 
     def close(self) -> None:
         self.catalogs.close()
-        self.setup.scope.close()
-        for root in [*self.roots, *self.parents]:
+        self.setup.close()
+        for root in self.roots:
             root.close()
 
 
@@ -91,10 +87,7 @@ def prepare_state_dir(config: Config) -> None:
 def build(config: Config, *, clock: Any = time.time) -> Server:
     """Open everything the server needs. Raises ConfigError with a readable reason."""
     prepare_state_dir(config)
-    workspaces = config.workspace_objects()
-    grants = Grants(workspaces, config.grants)
     roots: list[Root] = []
-    parents: list[Root] = []
     stores: dict[str, NoteStore] = {}
     try:
         for spec in config.workspaces:
@@ -116,25 +109,29 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             raise ConfigError(
                 f"cannot open the replay database in {config.state_dir}: {exc}"
             ) from None
-        for parent in config.setup.allow:
-            try:
-                roots_parent = Root.open(
-                    parent, allow_hardlinked_reads=config.allow_hardlinked_reads
-                )
-            except (SandboxError, OSError) as exc:
-                raise ConfigError(f"cannot open setup allowlist folder {parent}: {exc}") from None
-            parents.append(roots_parent)
+        sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
         try:
-            setup_store = SetupStore(config.state_dir, clock=clock)
-        except SetupStoreBusy as exc:
-            raise ConfigError(
-                f"cannot open the setup database in {config.state_dir}: {exc}"
-            ) from None
+            setup = build_setup(
+                policy=config.setup,
+                state_dir=config.state_dir,
+                principal=config.principal,
+                workspaces=config.workspace_objects(),
+                grants=config.grants,
+                stores=stores,
+                extensions=config.extensions,
+                sealer=sealer,
+                clock=clock,
+                grant_command=grant_command(config),
+                allow_hardlinked_reads=config.allow_hardlinked_reads,
+            )
+        except SetupError as exc:
+            raise ConfigError(str(exc)) from None
     except BaseException:
-        for root in [*roots, *parents]:
+        for root in roots:
             root.close()
         raise
 
+    grants = setup.grants
     catalogs = Catalogs(
         config.state_dir,
         config.extensions,
@@ -145,32 +142,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
     service = NotesService(
         grants=grants, principal=config.principal, stores=stores, catalogs=catalogs
     )
-    sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
     deletes = DeleteFlow(service, sealer, replay, clock)
-    scope = RuntimeScope(
-        store=setup_store,
-        policy=config.setup,
-        parents=parents,
-        grants=grants,
-        stores=stores,
-        extensions=config.extensions,
-    )
-    flow = SetupFlow(
-        service=service,
-        scope=scope,
-        store=setup_store,
-        sealer=sealer,
-        clock=clock,
-        grant_command=grant_command(config),
-        start_page=None,
-    )
-    page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None
-    if config.setup.enabled:
-        grants.sync = scope.sync
-        scope.sync()
-        runner = _page_runner(config, flow)
-        flow.start_page = runner.ensure_started
-        page = runner.running
 
     async def on_roots(roots_list: list[dict[str, Any]]) -> None:
         service.set_root_hints(roots_list)
@@ -180,10 +152,10 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         version=__version__,
         title="fsnotes",
         instructions=INSTRUCTIONS,
-        tools=[*build_tools(service, deletes), build_setup_tool(flow)],
+        tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
         on_roots=on_roots,
-        lifespan=_lifespan(catalogs, page),
+        lifespan=_lifespan(catalogs, setup.lifespan),
     )
     return Server(
         app=app,
@@ -193,8 +165,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         roots=roots,
         replay=replay,
         config=config,
-        setup=flow,
-        parents=parents,
+        setup=setup,
     )
 
 
@@ -234,38 +205,6 @@ def grant_command(config: Config) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _page_runner(config: Config, flow: SetupFlow) -> Any:
-    """The setup page's runner. Imports the optional HTTP stack, before the jail goes up."""
-    try:
-        from .setup.page import PageFacts, build_page_app, default_facts
-        from .setup.runner import PageRunner
-    except ImportError as exc:
-        raise ConfigError(
-            f"the setup page needs its optional HTTP stack ({exc.name} is missing); install "
-            "it with: pip install 'fsnotes[setup]'"
-        ) from None
-    scope = flow.scope
-
-    def grantable(setup: Setup) -> bool:
-        try:
-            scope.target(lexical.path_components(setup.path), setup.access)
-        except (NotGrantable, SandboxError):
-            return False
-        return True
-
-    def app_factory() -> Any:
-        return build_page_app(
-            store=flow.store,
-            policy=config.setup,
-            state_dir=config.state_dir,
-            grantable=grantable,
-            on_decided=flow.on_decided,
-            describe=lambda setup: PageFacts(default_facts(setup).folder_uri, setup.client),
-        )
-
-    return PageRunner(config.setup, app_factory, has_pending=lambda: flow.store.pending_count() > 0)
-
-
 def announce_setup_code(config: Config) -> None:
     """Make a fresh setup code, write it to the state dir and print it on stderr."""
     code = setup_code.new_code()
@@ -293,7 +232,7 @@ def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport |
     setup = server.config.setup
     # The setup allowlist's parents bound what can ever be granted at run time; they are
     # writable only when the page may grant write access.
-    parent_fds = [root.fileno() for root in server.parents]
+    parent_fds = [root.fileno() for root in server.setup.parents]
     writable_parents = parent_fds if setup.max_access >= Access.WRITE else []
     report = apply_landlock(
         # The descriptors the Roots resolve from, not the configured paths re-opened by name:

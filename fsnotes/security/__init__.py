@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from . import shown, statedir
     from .consent import Binding, ConsentRefused, Subject, answer_of, open_state
-    from .grants import Access, Grant, Grants, NotGranted, Workspace
+    from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace
     from .replay import (
         AlreadyUsed,
         ClaimNotRecorded,
@@ -44,6 +44,7 @@ __all__ = [
     "LocalDB",
     "NotGranted",
     "ReplayStore",
+    "RuntimeLayer",
     "SQLiteReplayStore",
     "Sealer",
     "StoreBusy",
@@ -72,6 +73,7 @@ _HOME = {
     "LocalDB": "sqlite",
     "NotGranted": "grants",
     "ReplayStore": "replay",
+    "RuntimeLayer": "grants",
     "SQLiteReplayStore": "replay",
     "Sealer": "seal",
     "StoreBusy": "replay",

@@ -9,14 +9,17 @@ workspace or any file is opened. The rules:
   exists, so a principal cannot probe for other people's workspaces.
 - Client roots (2025-11-25) are hints that may pick a default among granted workspaces; they
   never add one (see :meth:`Grants.default_for`).
+- Grants a person approves at run time come from a :class:`GrantSource` given to
+  :class:`Grants` when it is made (the setup part's run-time scope); they add to the
+  configured grants and never lower one.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError, TooDeep
@@ -88,17 +91,51 @@ class Grant:
     access: Access
 
 
+@dataclass(frozen=True)
+class RuntimeLayer:
+    """Workspaces and grants a person approved at run time (on the setup page or with
+    ``fsnotes grant``), as one value: a :class:`GrantSource` replaces it as a whole."""
+
+    workspaces: tuple[Workspace, ...] = ()
+    grants: tuple[Grant, ...] = ()
+
+
+EMPTY_LAYER = RuntimeLayer()
+
+
+class GrantSource(Protocol):
+    """Where the run-time layer of a :class:`Grants` comes from (the setup store, for one)."""
+
+    def runtime_layer(self) -> RuntimeLayer:
+        """The run-time layer as it stands now.
+
+        Called before every lookup, from any thread: it must be cheap when nothing changed,
+        and return the *same* object then (a new object is merged once, an old one reused).
+        It should not raise: a source that cannot be read keeps returning its last layer.
+        """
+        ...
+
+
+_Table = tuple[dict[str, Workspace], dict[tuple[str, str], Access]]
+
+
 class Grants:
     """The authorization table of one server process.
 
     Two layers: the configured workspaces and grants (fixed at start-up) and a run-time layer
     (workspaces and grants a person approved on the setup page or with ``fsnotes grant``),
-    replaced as a whole by :meth:`set_runtime`. A run-time grant adds to a configured one and
-    never lowers it. ``sync`` (optional) is called before every lookup so the run-time layer
-    can be refreshed from wherever it is stored; it must be cheap when nothing changed.
+    asked of ``source`` (optional, given at construction) before every lookup and merged once
+    each time it changes. A run-time grant adds to a configured one and never lowers it; its
+    workspaces may not reuse a configured name, and its grants may name configured or
+    run-time workspaces (a layer that breaks this raises ValueError at the lookup).
     """
 
-    def __init__(self, workspaces: Sequence[Workspace], grants: Iterable[Grant]) -> None:
+    def __init__(
+        self,
+        workspaces: Sequence[Workspace],
+        grants: Iterable[Grant],
+        source: GrantSource | None = None,
+    ) -> None:
         config_ws = {w.name: w for w in workspaces}
         if len(config_ws) != len(workspaces):
             raise ValueError("workspace names must be unique")
@@ -112,37 +149,39 @@ class Grants:
             config_grants[key] = max(config_grants.get(key, g.access), g.access)
         self._config_ws = config_ws
         self._config_grants = config_grants
-        # Swapped as one tuple, so a lookup in another thread sees one layer or the other.
-        self._table: tuple[dict[str, Workspace], dict[tuple[str, str], Access]] = (
-            dict(config_ws),
-            dict(config_grants),
-        )
-        self.sync: Callable[[], None] | None = None
+        self._source = source
+        # The layer last merged and the table it gave, swapped as one tuple: a lookup in
+        # another thread sees one layer's table or the other's, never a mix.
+        self._merged: tuple[RuntimeLayer, _Table] = (EMPTY_LAYER, self._merge(EMPTY_LAYER))
 
     @property
     def configured_workspaces(self) -> list[Workspace]:
         return list(self._config_ws.values())
 
-    def set_runtime(self, workspaces: Iterable[Workspace], grants: Iterable[Grant]) -> None:
-        """Replace the run-time layer. Its workspaces may not reuse a configured name; its
-        grants may name configured or run-time workspaces."""
+    def _merge(self, layer: RuntimeLayer) -> _Table:
         table = dict(self._config_ws)
-        for ws in workspaces:
+        for ws in layer.workspaces:
             if ws.name in table and table[ws.name] != ws:
                 raise ValueError(f"run-time workspace name {ws.name!r} is already taken")
             table[ws.name] = ws
         merged = dict(self._config_grants)
-        for g in grants:
+        for g in layer.grants:
             if g.workspace not in table:
                 raise ValueError(f"run-time grant names unknown workspace {g.workspace!r}")
             key = (g.principal, g.workspace)
             merged[key] = max(merged.get(key, g.access), g.access)
-        self._table = (table, merged)
+        return table, merged
 
-    def _current(self) -> tuple[dict[str, Workspace], dict[tuple[str, str], Access]]:
-        if self.sync is not None:
-            self.sync()
-        return self._table
+    def _current(self) -> _Table:
+        seen, table = self._merged
+        if self._source is None:
+            return table
+        layer = self._source.runtime_layer()
+        if layer is not seen:
+            # Two threads may both merge a new layer; they compute the same table.
+            table = self._merge(layer)
+            self._merged = (layer, table)
+        return table
 
     def all_workspaces(self) -> list[Workspace]:
         """Every workspace there is now, configured and granted at run time, whoever may

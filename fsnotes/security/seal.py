@@ -9,6 +9,8 @@ HMAC-SHA256 under the key named by ``kid``, over ``v1.<kid>.<payload>``.
 Keys live in ``<state dir>/seal-keys.json`` (mode 0600, created on first start). Every key in
 the file verifies; the ``active`` one seals. Processes sharing a state directory therefore
 verify each other's state, and a key can be rotated without breaking questions in flight.
+The file is read and written through :mod:`fsnotes.security.statedir` (never through a link,
+never a FIFO, a new version given its name atomically).
 
 Sealing gives integrity and authenticity, not secrecy: the payload is readable by the client.
 It holds ids, inode numbers and hashes, never note content or host paths.
@@ -22,13 +24,13 @@ import contextlib
 import hashlib
 import hmac
 import json
-import os
 import secrets
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from . import statedir
 
 STATE_FORMAT = "v1"
 KEY_BYTES = 32  # 256-bit HMAC keys: the SHA-256 block-size recommendation of RFC 2104.
@@ -37,6 +39,9 @@ KEYRING_NAME = "seal-keys.json"
 # The longest requestState we will even try to verify: a confirmation state is a few hundred
 # bytes; anything far larger is junk and is refused before any decoding work.
 MAX_STATE_CHARS = 16 * 1024
+# The largest keyring file we read: a key takes about 60 bytes, so this is some 16,000
+# rotations; anything larger is not a keyring fsnotes wrote.
+MAX_KEYRING_BYTES = 1024 * 1024
 
 
 class StateInvalid(Exception):
@@ -64,7 +69,6 @@ def _b64d(text: str) -> bytes:
         raise StateInvalid("bad encoding") from None
 
 
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -83,42 +87,31 @@ class Keyring:
             pass
         kid = _b64e(secrets.token_bytes(KEY_ID_BYTES))
         tmp = cls(active=kid, keys={kid: secrets.token_bytes(KEY_BYTES)})._write_temp(state_dir)
-        try:
-            # link() refuses to replace: if another process created the keyring meanwhile,
-            # its keys win and ours are discarded, so all processes agree on one keyring.
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)
-        finally:
-            os.unlink(tmp)
+        # Published only if the name is free: if another process created the keyring
+        # meanwhile, its keys win and ours are discarded, so all processes agree on one.
+        statedir.publish(tmp, path, replace=False)
         return cls._read(path)
 
     def _write_temp(self, state_dir: Path) -> Path:
         """This keyring in a new 0600 temp file beside the real one, synced to disk."""
-        tmp = state_dir / f".{KEYRING_NAME}.{secrets.token_hex(8)}.tmp"
-        fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self._dump())
-                f.flush()
-                os.fsync(f.fileno())
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        return tmp
+        return statedir.write_temp(state_dir, KEYRING_NAME, self._dump().encode("utf-8"))
 
     @classmethod
     def _read(cls, path: Path) -> Keyring:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "r", encoding="utf-8") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise ValueError(f"{KEYRING_NAME} is not a regular file")
-            if st.st_mode & 0o077:
-                raise ValueError(
-                    f"{KEYRING_NAME} is readable by other users (mode {st.st_mode & 0o777:o}); "
-                    "it must be 0600"
-                )
-            raw = json.load(f)
+        """The keyring at ``path``: FileNotFoundError when there is none, ValueError when it
+        cannot be used (a link, a FIFO, readable by others, malformed), OSError otherwise."""
+        try:
+            data, mode = statedir.read_file(path, max_bytes=MAX_KEYRING_BYTES)
+        except statedir.StateFileError as exc:
+            raise ValueError(str(exc)) from None
+        if mode & 0o077:
+            raise ValueError(
+                f"{KEYRING_NAME} is readable by other users (mode {mode:o}); it must be 0600"
+            )
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            raise ValueError(f"{KEYRING_NAME} is malformed: {exc}") from None
         try:
             keys = {str(k): base64.b64decode(v) for k, v in raw["keys"].items()}
             active = str(raw["active"])
@@ -143,12 +136,7 @@ class Keyring:
 
     def save(self, state_dir: Path) -> None:
         """Atomically replace the keyring file (used by key rotation)."""
-        tmp = self._write_temp(state_dir)
-        try:
-            os.replace(tmp, state_dir / KEYRING_NAME)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        statedir.publish(self._write_temp(state_dir), state_dir / KEYRING_NAME, replace=True)
 
 
 class Sealer:

@@ -2,14 +2,25 @@
 at a time.
 
 Everything fsnotes keeps there (sealing keys, the databases and SQLite's ``-wal``/``-shm``/
-``-journal`` beside them, the setup code, the lock file) is mode 0600 in a 0700 directory,
-whatever the process umask. SQLite gives its side files the mode of the database file, so a
-database file created 0600 before SQLite opens it keeps its side files 0600 too; files
-left looser by an older version are tightened when found.
+``-journal`` beside them, the setup code, the lock files, the search indexes) is mode 0600 in
+a 0700 directory, whatever the process umask. SQLite gives its side files the mode of the
+database file, so a database file created 0600 before SQLite opens it keeps its side files
+0600 too; files left looser by an older version are tightened when found.
 
-This module is the one place with raw file calls on the state directory besides the
-keyring's and the setup code's own writers. Every open uses ``O_NOFOLLOW``: a symbolic link
-planted in place of a state file is refused, never followed.
+The rule: workspace files are reached only through :class:`sandbox.root.Root`; the state
+directory's files only through this module, which holds every raw open, write, link and
+rename of them (the keyring and the setup code call :func:`read_file`, :func:`write_temp`
+and :func:`publish`). Two things reach state files by name elsewhere, on purpose: SQLite
+opens its databases by path (it has no descriptor interface), after :func:`prepare_database`
+made them private; and the search index (``fsnotes/notes/index.py``) unlinks an unusable
+index file and its side files by name before rebuilding it (``unlink`` follows no link).
+The state directory is not a ``Root``: its files need exact modes, ``flock`` and
+first-writer-wins links, which ``Root`` (made for notes) does not offer, and Landlock already
+confines the process to it. ``tests/security/test_statedir.py`` reads the source for raw file
+calls anywhere else in ``fsnotes/``.
+
+Every open uses ``O_NOFOLLOW`` (a symbolic link planted in place of a state file is refused,
+never followed) and ``O_NONBLOCK`` (a FIFO planted there is refused, never waited on).
 
 Guarantees and limits:
 
@@ -19,6 +30,11 @@ Guarantees and limits:
 - :func:`setup_lock` serialises database creation and migration between the processes
   sharing the directory (an exclusive ``flock`` on ``state.lock``). It does not serialise
   anything else: the databases' own locks do that.
+- :func:`write_temp` then :func:`publish` give a small file (the keyring, the setup code) its
+  name atomically: readers see the old content or the new, never part of one. The
+  directory is not synced after: a crash right then may lose the new name (the next start
+  makes a new setup code, or a new keyring, and only confirmations still being asked for
+  need asking again).
 """
 
 from __future__ import annotations
@@ -27,6 +43,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import secrets
 import stat
 import time
 from collections.abc import Iterator
@@ -42,6 +59,8 @@ SQLITE_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 LOCK_POLL_S = 0.005
 
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a planted FIFO
+# Random part of a temp file's name: two writers (processes or threads) never collide.
+TEMP_TOKEN_BYTES = 8
 
 
 class StateFileError(Exception):
@@ -111,6 +130,88 @@ def tighten_if_present(path: Path) -> None:
         raise _explain(path, exc) from None
     finally:
         os.close(fd)
+
+
+def read_file(path: Path, *, max_bytes: int) -> tuple[bytes, int]:
+    """The content of the state file ``path`` and its permission bits, read from one
+    descriptor opened without following a link or waiting on a FIFO.
+
+    Raises FileNotFoundError when it is missing, and StateFileError when it is a link, not a
+    regular file, larger than ``max_bytes``, or unreadable.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _explain(path, exc) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StateFileError(f"{path.name} is not a regular file")
+        chunks = []
+        left = max_bytes + 1  # one byte more than allowed tells "too large" from "exactly"
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise _explain(path, exc) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise StateFileError(f"{path.name} is larger than {max_bytes} bytes")
+    return data, stat.S_IMODE(st.st_mode)
+
+
+def write_temp(state_dir: Path, name: str, data: bytes) -> Path:
+    """A new private file beside ``name`` in ``state_dir`` (``.<name>.<random>.tmp``, 0600
+    whatever the umask, created exclusively: never an existing file, never through a link)
+    holding ``data``, synced to disk. Removed again when anything fails; raises OSError."""
+    tmp = state_dir / f".{name}.{secrets.token_hex(TEMP_TOKEN_BYTES)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, STATE_FILE_MODE)
+    try:
+        try:
+            os.fchmod(fd, STATE_FILE_MODE)  # the umask applied at creation
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def publish(tmp: Path, path: Path, *, replace: bool) -> bool:
+    """Give the temp file ``tmp`` (from :func:`write_temp`) the name ``path``, atomically.
+
+    ``replace``: rename over whatever is there (a link there is replaced, not followed).
+    Otherwise the name is taken only if free (``link``, which never replaces: the first
+    writer wins, and another's file there is kept). Returns whether ``tmp``'s content now
+    has the name. ``tmp`` is gone afterwards in every case; raises OSError.
+    """
+    if replace:
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return True
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 def prepare_database(path: Path) -> None:

@@ -1,8 +1,13 @@
 """``notes_setup``: a person grants a folder at run time, on a loopback page or at a terminal.
 
-The flow behind the tool, the setup store (requests, form tokens, wrong-code budgets), the
-setup code, the allowlist and the page's address, the run-time scope the grants widen, the
-page itself (routes, guards, rendering) and its server, and ``fsnotes grant``.
+One entry point, :func:`~fsnotes.setup.part.build_setup` (``part``), which the server calls
+once: it returns the part's tool, its lifespan (the page) and the authorization table with
+the run-time layer. Behind it: the flow behind the tool, the setup store (requests, form
+tokens, wrong-code budgets), the setup code, the allowlist and the page's address, the
+run-time scope the grants widen (the grant source), the page itself (routes, guards,
+rendering) and its server. ``fsnotes grant`` is the command line's (``fsnotes/cli_grant.py``),
+over the store and the scope. Nothing here imports the configuration, the server or the
+command line: what setup needs arrives as arguments.
 
 ``__all__`` is what other packages use (``code`` as a whole module). Each is imported on
 first use (PEP 562, as ``concurrent.futures`` does): the page and its runner need the
@@ -17,31 +22,23 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import code
-    from .admin import run_grant
-    from .flow import SetupFlow, build_setup_tool
-    from .page import PageFacts, build_page_app, default_facts
+    from .part import SetupError, SetupPart, build_setup
     from .policy import DEFAULT_SETUP_PORT, PageUnavailable, SetupPolicy
-    from .runner import PageRunner
     from .runtime import NotGrantable, RuntimeScope
-    from .store import Setup, SetupStore, SetupStoreBusy
+    from .store import SetupStore, SetupStoreBusy
 
 __all__ = [
     "DEFAULT_SETUP_PORT",
     "NotGrantable",
-    "PageFacts",
-    "PageRunner",
     "PageUnavailable",
     "RuntimeScope",
-    "Setup",
-    "SetupFlow",
+    "SetupError",
+    "SetupPart",
     "SetupPolicy",
     "SetupStore",
     "SetupStoreBusy",
-    "build_page_app",
-    "build_setup_tool",
+    "build_setup",
     "code",
-    "default_facts",
-    "run_grant",
 ]
 
 # The module of this package that defines each public name (a module named for itself
@@ -49,20 +46,15 @@ __all__ = [
 _HOME = {
     "DEFAULT_SETUP_PORT": "policy",
     "NotGrantable": "runtime",
-    "PageFacts": "page",
-    "PageRunner": "runner",
     "PageUnavailable": "policy",
     "RuntimeScope": "runtime",
-    "Setup": "store",
-    "SetupFlow": "flow",
+    "SetupError": "part",
+    "SetupPart": "part",
     "SetupPolicy": "policy",
     "SetupStore": "store",
     "SetupStoreBusy": "store",
-    "build_page_app": "page",
-    "build_setup_tool": "flow",
+    "build_setup": "part",
     "code": "code",
-    "default_facts": "page",
-    "run_grant": "admin",
 }
 
 

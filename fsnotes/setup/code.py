@@ -7,7 +7,9 @@ every workspace (the configuration refuses otherwise).
 
 Processes sharing a state directory share the file: the newest start wins, and every page
 checks against the file's current content, so they never disagree about which code is valid.
-A code printed by an older process is then stale; the file is the reference.
+A code printed by an older process is then stale; the file is the reference. The file is
+read and written through :mod:`fsnotes.security.statedir` (never through a link, never a
+FIFO, a new code given the name atomically).
 
 Codes are 16 letters from Crockford's base-32 alphabet (no I, L, O, U), shown in groups of
 four: 80 random bits. Input is compared after upper-casing and dropping spaces and dashes,
@@ -16,11 +18,11 @@ and ``O``/``I``/``L`` typed by mistake are read as ``0``/``1``/``1``.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
-import os
 import secrets
 from pathlib import Path
+
+from ..security import statedir
 
 CODE_FILE = "setup-code"
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base 32
@@ -28,6 +30,8 @@ CODE_LETTERS = 16
 GROUP = 4
 # Longest input worth normalising; anything longer is not a code.
 MAX_INPUT_CHARS = 64
+# The most of the code file read: a code with its dashes and newline is 20 bytes.
+MAX_FILE_BYTES = 256
 _TYPO = str.maketrans({"O": "0", "I": "1", "L": "1"})
 
 
@@ -45,32 +49,18 @@ def normalise(text: str) -> str:
 def write_code(state_dir: Path, code: str) -> Path:
     """Write ``code`` to the code file atomically, readable by the owner only."""
     path = state_dir / CODE_FILE
-    tmp = state_dir / f".{CODE_FILE}.{secrets.token_hex(6)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, (code + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    statedir.publish(
+        statedir.write_temp(state_dir, CODE_FILE, (code + "\n").encode()), path, replace=True
+    )
     return path
 
 
 def read_code(state_dir: Path) -> str | None:
     """The current code, or ``None`` when the file is missing, unreadable or malformed."""
     try:
-        fd = os.open(state_dir / CODE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        data, _ = statedir.read_file(state_dir / CODE_FILE, max_bytes=MAX_FILE_BYTES)
+    except (OSError, statedir.StateFileError):
         return None
-    try:
-        data = os.read(fd, 256)
-    finally:
-        os.close(fd)
     code = normalise(data.decode("ascii", "replace").strip())
     if len(code) != CODE_LETTERS or any(c not in ALPHABET for c in code):
         return None

@@ -45,7 +45,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from sandbox import errors as sx
 from sandbox import uri as lexical
 
-from ..notes.service import NotesService
 from ..protocol.limits import INPUT_REQUEST_TIMEOUT_S
 from ..protocol.registry import (
     ElicitURL,
@@ -63,7 +62,7 @@ from ..security.grants import Access
 from ..security.seal import Sealer
 from ..security.shown import shown
 from .policy import PageUnavailable
-from .runtime import NotGrantable, RuntimeScope, Target
+from .runtime import NotGrantable, RuntimeScope, Served, Target
 from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
 
 log = logging.getLogger("fsnotes.setup")
@@ -136,7 +135,7 @@ class SetupFlow:
     def __init__(
         self,
         *,
-        service: NotesService,
+        service: Served,
         scope: RuntimeScope,
         store: SetupStore,
         sealer: Sealer,

@@ -2,7 +2,8 @@
 
 A grant approved on the setup page (or by ``fsnotes grant``) names a principal, an absolute
 folder path and an access level. :class:`RuntimeScope` turns the stored grants into the run-time
-layer of :class:`~fsnotes.security.grants.Grants`:
+layer of :class:`~fsnotes.security.grants.Grants`: it is the
+:class:`~fsnotes.security.grants.GrantSource` a ``Grants`` is made with.
 
 - A folder is honoured only while the *current* policy allows it (strictly below an allowlisted
   parent, access capped at ``max_access``): tightening the configuration takes effect at once,
@@ -12,7 +13,8 @@ layer of :class:`~fsnotes.security.grants.Grants`:
   folder is never opened by name from ``/``: a symlink planted in the parent cannot redirect
   it, and layer 3 holds even if it could.
 - Changes made by other processes are picked up on the next lookup: ``sync`` compares the
-  store's generation number (one small query) and reloads only when it moved.
+  store's generation number (one small query) and reloads only when it moved; until then
+  :meth:`RuntimeScope.runtime_layer` returns the very same layer object.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from sandbox import uri as lexical
 from sandbox.root import Root
 
 from ..notes.store import NoteStore
-from ..security.grants import Access, Grant, Grants, Workspace
+from ..security.grants import Access, Grant, Grants, RuntimeLayer, Workspace
 from ..security.shown import has_hidden
 from .policy import SetupPolicy
 from .store import SetupStore, StoredGrant
@@ -46,6 +48,15 @@ class Target:
     path: str  # absolute host path, '/'-joined components
     uri: str
     configured: Workspace | None  # the configured workspace it is, if any
+
+
+@dataclass(frozen=True)
+class Served:
+    """Whom this process serves, and its whole authorization table (configured and run-time
+    grants): what the setup flow checks a request against."""
+
+    principal: str
+    grants: Grants
 
 
 class NotGrantable(Exception):
@@ -70,7 +81,12 @@ def _nested(a: Components, b: Components) -> bool:
 
 
 class RuntimeScope:
-    """The run-time layer of one process's grants, kept in step with the setup store."""
+    """The run-time layer of one process's grants, kept in step with the setup store.
+
+    ``configured`` are the workspaces of the configuration (which a run-time folder may be,
+    but not overlap); ``stores`` is the map of note stores the notes service reads, to which
+    each run-time folder's store is added before any grant can name it.
+    """
 
     def __init__(
         self,
@@ -78,7 +94,7 @@ class RuntimeScope:
         store: SetupStore,
         policy: SetupPolicy,
         parents: Sequence[Root],
-        grants: Grants,
+        configured: Sequence[Workspace],
         stores: dict[str, NoteStore],
         extensions: tuple[str, ...],
     ) -> None:
@@ -87,11 +103,12 @@ class RuntimeScope:
         self.store = store
         self.policy = policy
         self._parents = list(parents)
-        self._grants = grants
+        self._configured = list(configured)
         self._stores = stores
         self._extensions = extensions
         self._lock = threading.Lock()
         self._generation: int | None = None
+        self._layer = RuntimeLayer()
         self._opened: dict[Components, Workspace] = {}  # run-time folders opened so far
         self._roots: list[Root] = []
 
@@ -130,7 +147,7 @@ class RuntimeScope:
                 detail=f"The setup allowlist: {', '.join(policy.allow)}.",
             )
         configured = None
-        for ws in self._grants.configured_workspaces:
+        for ws in self._configured:
             if ws.components == components:
                 configured = ws
             elif _nested(ws.components, components):
@@ -178,6 +195,12 @@ class RuntimeScope:
 
     # --- sync ----------------------------------------------------------------------------
 
+    def runtime_layer(self) -> RuntimeLayer:
+        """The run-time layer, reloaded first if a stored grant changed (the GrantSource
+        protocol: called before every lookup of the ``Grants`` made with this scope)."""
+        self.sync()
+        return self._layer
+
     def sync(self) -> None:
         """Reload the run-time layer if a stored grant changed (in any process).
 
@@ -203,7 +226,7 @@ class RuntimeScope:
             self._generation = generation
 
     def _apply(self, stored: list[StoredGrant]) -> None:
-        configured = {ws.components: ws for ws in self._grants.configured_workspaces}
+        configured = {ws.components: ws for ws in self._configured}
         taken = {ws.name for ws in configured.values()} | {ws.name for ws in self._opened.values()}
         workspaces: list[Workspace] = []
         grants: list[Grant] = []
@@ -237,7 +260,7 @@ class RuntimeScope:
             if ws not in workspaces:
                 workspaces.append(ws)
             grants.append(Grant(g.principal, ws.name, access))
-        self._grants.set_runtime(workspaces, grants)
+        self._layer = RuntimeLayer(tuple(workspaces), tuple(grants))
 
     def _open(
         self, components: Components, where: tuple[int, Components], taken: set[str]

@@ -5,9 +5,12 @@ Real processes released together by a barrier, real SQLite files, real umasks.
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ from fsnotes.setup import store as setup_store
 RACE_PROCESSES = 8
 RACE_ROUNDS = 30
 CHILD_TIMEOUT_S = 60.0
+# A start-up that reads a FIFO as its keyring would wait for a writer forever; a refusal
+# takes well under a second (this bounds a whole interpreter start on a busy machine).
+FIFO_WAIT_S = 30.0
 
 
 def _build_servers(root: str, workspace: str, rounds: int, barrier: Any, out: Any) -> None:
@@ -160,3 +166,70 @@ def test_a_symlink_in_place_of_a_database_file_stops_start_up(tmp_path: Path, na
     with pytest.raises(ConfigError, match="symbolic link"):
         build(config).close()
     assert not elsewhere.exists()
+
+
+# --- the rule: raw file calls on the state directory live in fsnotes/security/statedir.py ---
+
+REPO = Path(__file__).resolve().parents[2]
+# os functions that open, create, rename, link, remove or chmod a file by name, and the
+# pathlib methods that do (names that no other type here uses).
+_OS_FILE_CALLS = {
+    "open", "fdopen", "link", "symlink", "replace", "rename", "renames", "unlink", "remove",
+    "chmod", "mkdir", "makedirs", "rmdir", "mkfifo", "truncate",
+}  # fmt: skip
+_PATH_FILE_CALLS = {"write_text", "read_text", "write_bytes", "read_bytes", "touch"}
+# The raw file calls allowed elsewhere in fsnotes/, each for a reason the rule states.
+_ALLOWED = {
+    ("fsnotes/config.py", "open"): "the TOML file the operator named, not a state file",
+    ("fsnotes/notes/index.py", "os.unlink"): "an unusable index's files, by name (no link "
+    "is followed), before the rebuild re-creates them private through statedir",
+    ("fsnotes/demo_session.py", "*"): "the demo's host, in its own temporary folder",
+}
+
+
+def _raw_file_calls(path: Path) -> list[tuple[int, str]]:
+    calls = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "open":
+            calls.append((node.lineno, "open"))
+        elif isinstance(f, ast.Attribute):
+            if isinstance(f.value, ast.Name) and f.value.id == "os" and f.attr in _OS_FILE_CALLS:
+                calls.append((node.lineno, f"os.{f.attr}"))
+            elif f.attr in _PATH_FILE_CALLS:
+                calls.append((node.lineno, f".{f.attr}"))
+    return calls
+
+
+def test_raw_file_calls_outside_sandbox_live_only_in_the_state_directory_module() -> None:
+    found = []
+    for path in sorted((REPO / "fsnotes").rglob("*.py")):
+        name = str(path.relative_to(REPO))
+        if name == "fsnotes/security/statedir.py":
+            continue
+        for line, call in _raw_file_calls(path):
+            if (name, call) not in _ALLOWED and (name, "*") not in _ALLOWED:
+                found.append(f"{name}:{line}: {call}")
+    assert found == []
+
+
+def test_a_fifo_in_place_of_the_sealing_keys_stops_start_up_instead_of_hanging(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes").mkdir()
+    state = tmp_path / "st"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "seal-keys.json", 0o600)
+    serve = ["serve", "--workspace", str(tmp_path / "notes"), "--state-dir", str(state)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsnotes", *serve, "--no-landlock"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=FIFO_WAIT_S,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot use the sealing keys" in proc.stderr and "not a regular file" in proc.stderr
+    assert "Traceback" not in proc.stderr

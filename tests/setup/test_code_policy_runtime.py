@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from sandbox import uri as lexical
 from sandbox.root import Root
 
 # --- the code ------------------------------------------------------------------------------
+
+# Reading the code is one open and one read: a check still waiting after this long is stuck.
+FIFO_WAIT_S = 5.0
 
 
 def test_code_file_is_private_and_checks_are_forgiving_only_about_formatting(
@@ -48,6 +52,22 @@ def test_a_missing_or_malformed_code_file_accepts_nothing(tmp_path: Path) -> Non
     (tmp_path / "elsewhere").write_text("AAAA-AAAA-AAAA-AAAA\n")
     (tmp_path / code.CODE_FILE).symlink_to(tmp_path / "elsewhere")
     assert not code.check(tmp_path, "AAAA-AAAA-AAAA-AAAA")  # never read through a link
+
+
+def test_a_fifo_in_place_of_the_code_file_accepts_nothing_and_never_waits(
+    tmp_path: Path,
+) -> None:
+    os.mkfifo(tmp_path / code.CODE_FILE, 0o600)
+    answers: list[bool] = []
+    checker = threading.Thread(target=lambda: answers.append(code.check(tmp_path, "AAAA")))
+    checker.start()
+    checker.join(FIFO_WAIT_S)
+    stuck = checker.is_alive()
+    if stuck:  # blocked opening the FIFO: give it a writer so the thread ends, then fail
+        os.close(os.open(tmp_path / code.CODE_FILE, os.O_WRONLY))
+        checker.join()
+    assert not stuck
+    assert answers == [False]
 
 
 # --- configuration -------------------------------------------------------------------------
@@ -139,7 +159,6 @@ def make_scope(
     shared = str(tree / "shared")
     policy = SetupPolicy(allow=(shared,), max_access=max_access)
     ws = configured or [Workspace("conf", lexical.path_components(str(tree / "shared" / "conf")))]
-    grants = Grants(ws, [])
     store = SetupStore(tree, clock=time.time)
     parent = Root.open(shared)
     stores: dict[str, object] = {}
@@ -147,11 +166,11 @@ def make_scope(
         store=store,
         policy=policy,
         parents=[parent],
-        grants=grants,
+        configured=ws,
         stores=stores,  # type: ignore[arg-type]
         extensions=(".md",),
     )
-    grants.sync = scope.sync
+    grants = Grants(ws, [], source=scope)
     return scope, grants, stores, store, parent
 
 

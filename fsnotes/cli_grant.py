@@ -6,6 +6,10 @@ at most ``max_access``, not overlapping a configured workspace, an existing real
 reached without symlinks. The grant goes to the same store the page writes, so a running
 server (any process sharing the state directory) picks it up on its next call, and a pending
 setup it satisfies is marked approved (a waiting ``notes_setup`` call then completes).
+
+This is the command line's side of the setup part: it reads the configuration, prepares the
+state directory as ``fsnotes serve`` does, and uses the setup part's store and run-time scope
+(which import nothing from up here) to check the bounds and store the grant.
 """
 
 from __future__ import annotations
@@ -18,18 +22,17 @@ from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.root import Root
 
-from ..config import Config, ConfigError
-from ..security.grants import Access, Grants
-from .runtime import NotGrantable, RuntimeScope
-from .store import SetupStore, SetupStoreBusy
+from .config import Config, ConfigError
+from .security.grants import Access
+from .server import prepare_state_dir
+from .setup.runtime import NotGrantable, RuntimeScope
+from .setup.store import SetupStore, SetupStoreBusy
 
 
 def run_grant(
     config: Config, *, folder: str | None, access: str | None, revoke: bool, show: bool
 ) -> int:
     """Run ``fsnotes grant``; a busy or unusable grant database is a ConfigError."""
-    from ..server import prepare_state_dir
-
     if sum([show, revoke, access is not None]) != 1:
         raise ConfigError("say one of: --access LEVEL (with --workspace), --revoke, or --list")
     prepare_state_dir(config)
@@ -85,7 +88,7 @@ def _run(
             store=store,
             policy=config.setup,
             parents=parents,
-            grants=Grants(config.workspace_objects(), config.grants),
+            configured=config.workspace_objects(),
             stores={},
             extensions=config.extensions,
         )
