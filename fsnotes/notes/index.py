@@ -67,6 +67,10 @@ RARE_TAG_NOTES = 2_000
 # cache that holds them makes a build about a fifth faster. Only that one connection, only
 # while it scans.
 BUILD_CACHE_KIB = 32 * 1024
+# A full scan that writes at least this many notes is a build (see NoteIndex.bulk).
+BUILD_NOTES = 5_000
+# FTS5's default: merge a level's segments once there are this many.
+FTS_AUTOMERGE = 4
 # Page cache per connection: queries touch a few hundred pages; several worker threads each
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
@@ -377,11 +381,18 @@ class NoteIndex:
                 raise classify(exc) from None
 
     @contextlib.contextmanager
-    def bulk(self) -> Iterator[None]:
-        """For this thread's writes of a full scan: a larger page cache while it lasts."""
+    def bulk(self, notes: int) -> Iterator[None]:
+        """For this thread's writes of a full scan that will write ``notes`` notes: a larger
+        page cache while it lasts and, for a build (at least :data:`BUILD_NOTES`), FTS5's
+        incremental merging paused and one merge at the end instead, which does the same
+        work once rather than level by level (about a fifth less CPU for a build). The
+        merge setting is persistent: a build killed halfway leaves it paused, so every
+        scan first puts it back."""
         conn = self._conns.get()
+        building = notes >= BUILD_NOTES
         try:
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
+            self._automerge(conn, 0 if building else FTS_AUTOMERGE)
         except sqlite3.Error as exc:
             raise classify(exc) from None
         try:
@@ -389,6 +400,15 @@ class NoteIndex:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+                self._automerge(conn, FTS_AUTOMERGE)
+                if building:
+                    for table in ("fts", "tfts"):
+                        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+    @staticmethod
+    def _automerge(conn: sqlite3.Connection, value: int) -> None:
+        for table in ("fts", "tfts"):
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (value,))
 
     # --- meta ------------------------------------------------------------------------------
 

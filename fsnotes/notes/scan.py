@@ -110,7 +110,7 @@ class Scanner:
                 total += len(changed)
         if progress is not None:
             progress(0, total)
-        with self.index.bulk():
+        with self.index.bulk(total):
             written = self._write_pending(pending, report, progress, total, stop)
         if not written:
             report.cancelled = True
