@@ -253,5 +253,9 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+# Who the demo serves: stdio has no MCP authentication, so the transport is configured with it
+# (the product takes it from its configuration).
+PRINCIPAL = "demo"
+
 if __name__ == "__main__":
-    run_stdio(build_app())
+    run_stdio(build_app(), principal=PRINCIPAL)
