@@ -131,7 +131,7 @@ class ServerConnection:
 
     ``principal`` is who every request on this connection acts for: stdio has no MCP
     authentication, so it comes from the server's configuration, and it is handed to the
-    dispatcher with each request (never stored below this point).
+    dispatcher with each request, in whose context it travels (nothing below keeps it).
     """
 
     def __init__(
