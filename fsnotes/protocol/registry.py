@@ -284,6 +284,16 @@ class RequestContext:
         client reported any roots. A flag for handlers, so that they need not look at the era."""
         return self.roots is not None
 
+    @property
+    def asks_live(self) -> bool:
+        """Is an :class:`InputRequired` this handler returns asked of the client live, while
+        this call waits, the handler then being called again within the same request (the
+        legacy adapter)? False in the modern era: the client gets the InputRequiredResult and
+        retries with a new request. Only where this is true may a handler raise
+        :class:`URLElicitationRequired` instead. A flag, so that handlers need not look at the
+        era."""
+        return self.era == "legacy"
+
     def supports_elicitation(self, mode: Literal["form", "url"]) -> bool:
         """Whether the client declared elicitation in ``mode`` (an empty ``{}`` means form only)."""
         return supports_elicitation(self.client_capabilities, mode)

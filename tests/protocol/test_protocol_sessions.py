@@ -223,6 +223,7 @@ async def test_the_dispatcher_serves_a_modern_request_with_no_session() -> None:
     assert isinstance(who, Call)
     body = (await dispatcher.respond(who, RecordingChannel()))["result"]["structuredContent"]
     assert (body["era"], body["principal"], body["hinted"]) == ("modern", "carol", False)
+    assert body["asksLive"] is False
 
     # Answered at once, no call and no session: tools/list and server/discover.
     listed = dispatcher.route(9, "tools/list", {"_meta": meta()}, session=None, principal="carol")
@@ -247,3 +248,4 @@ async def test_without_a_session_a_legacy_request_is_refused_and_initialize_open
     assert isinstance(served, Call) and served.session is opened.opened
     body = (await dispatcher.respond(served, RecordingChannel()))["result"]["structuredContent"]
     assert (body["era"], body["principal"], body["hinted"]) == ("legacy", "d", True)
+    assert body["asksLive"] is True

@@ -144,6 +144,7 @@ async def whoami(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequ
             "era": ctx.era,
             "principal": ctx.principal,
             "hinted": ctx.hinted,
+            "asksLive": ctx.asks_live,
             "protocolVersion": ctx.protocol_version,
             "capabilities": dict(ctx.client_capabilities),
         }
