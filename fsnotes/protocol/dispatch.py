@@ -227,7 +227,7 @@ class Dispatcher:
             if self.app.instructions:
                 result["instructions"] = self.app.instructions
             return Reply(self._result(request_id, "modern", result))
-        call = self._call(
+        return self._call(
             request_id,
             method,
             params,
@@ -237,13 +237,11 @@ class Dispatcher:
             capabilities=capabilities,
             client_info=client_info if isinstance(client_info, dict) else None,
             session=None,
+            progress=progress_token(meta),
+            log_level=log_level,
+            responses=responses,
+            state=state,
         )
-        if isinstance(call, Call):
-            call.progress_token = progress_token(meta)
-            call.log_level = log_level
-            call.input_responses = responses
-            call.request_state = state
-        return call
 
     def _legacy(
         self,
@@ -259,7 +257,8 @@ class Dispatcher:
                 raise Fault(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
             session.log_level = str(level)
             return Reply(self._result(request_id, "legacy", {}))
-        call = self._call(
+        meta = params.get("_meta")
+        return self._call(
             request_id,
             method,
             params,
@@ -269,11 +268,8 @@ class Dispatcher:
             capabilities=session.capabilities,
             client_info=session.client_info,
             session=session,
+            progress=progress_token(meta) if isinstance(meta, dict) else None,
         )
-        if isinstance(call, Call):
-            meta = params.get("_meta")
-            call.progress_token = progress_token(meta) if isinstance(meta, dict) else None
-        return call
 
     def _call(
         self,
@@ -287,6 +283,10 @@ class Dispatcher:
         capabilities: JSONObject,
         client_info: JSONObject | None,
         session: Session | None,
+        progress: RequestId | None,
+        log_level: str | None = None,
+        responses: JSONObject | None = None,
+        state: str | None = None,
     ) -> Reply | Call:
         """tools/list answered at once, or the call of a method that runs as a task."""
         if method == "tools/list":
@@ -313,6 +313,10 @@ class Dispatcher:
             client_info=client_info,
             handler=handler,
             session=session,
+            progress_token=progress,
+            log_level=log_level,
+            input_responses=responses,
+            request_state=state,
             reads_only=reads_only,
         )
 
