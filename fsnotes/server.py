@@ -288,7 +288,7 @@ def serve(config: Config) -> int:
             config.principal,
         )
         try:
-            run_stdio(server.app)
+            run_stdio(server.app, principal=config.principal)
         except PageUnavailable as exc:  # --setup-port: the always-on page could not start
             raise ConfigError(f"{exc}; choose another --setup-port") from None
         except BaseExceptionGroup as group:

@@ -124,10 +124,18 @@ class MissingCapability(Exception):
 
 @dataclass(frozen=True)
 class ElicitForm:
-    """Ask the user to fill a flat form (elicitation mode ``form``)."""
+    """Ask the user to fill a flat form (elicitation mode ``form``).
+
+    ``unavailable`` is what to tell the caller when its host cannot show this form. In the
+    legacy era, a request whose client did not declare form elicitation then gets it as an
+    ``isError`` tool result (an error response for other methods) instead of the core's
+    generic sentence; the modern era answers ``-32021`` either way (the capability must be
+    declared on the request, so the client can retry with it).
+    """
 
     message: str
     requested_schema: JSONObject
+    unavailable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,8 +212,19 @@ class ToolResult:
 # --- the per-request context ---------------------------------------------------------------
 
 
+def supports_elicitation(capabilities: Mapping[str, Any], mode: Literal["form", "url"]) -> bool:
+    """Whether ``capabilities`` declare elicitation in ``mode`` (an empty ``{}`` means form
+    only)."""
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, Mapping):
+        return False
+    if not elicitation:
+        return mode == "form"
+    return isinstance(elicitation.get(mode), Mapping)
+
+
 class RequestRuntime(Protocol):
-    """The core's side of a request in flight (implemented in ``connection.py``)."""
+    """The core's side of a request in flight (implemented in ``calls.py``)."""
 
     async def report_progress(
         self, progress: float, total: float | None, message: str | None
@@ -219,8 +238,18 @@ class RequestRuntime(Protocol):
 class RequestContext:
     """What a handler knows about the request it serves, and what it may send while in flight.
 
+    ``principal`` is who the request acts for, supplied by the transport with each request
+    (configuration for stdio; a token's subject over HTTP): authorize against it, never against
+    something stored at build time.
+
     ``client_capabilities`` are the ones declared for *this* request in the modern era (never
     reused from another request) and the ones from ``initialize`` in the legacy era.
+
+    ``roots`` are the roots the request's legacy session last reported (``roots/list``), as
+    the client sent them: ``()`` until it reports any, ``None`` when the request belongs to no
+    session (the modern era is stateless). They are hints only: they may choose among what the
+    principal is already granted, never grant anything, and they come from one session, so one
+    client's roots never reach another client's requests.
     """
 
     def __init__(
@@ -229,8 +258,10 @@ class RequestContext:
         era: Era,
         protocol_version: str,
         method: str,
+        principal: str,
         client_capabilities: Mapping[str, Any],
         client_info: Mapping[str, Any] | None,
+        roots: tuple[JSONObject, ...] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         runtime: RequestRuntime | None = None,
@@ -238,20 +269,34 @@ class RequestContext:
         self.era: Era = era
         self.protocol_version = protocol_version
         self.method = method
+        self.principal = principal
         self.client_capabilities = client_capabilities
         self.client_info = client_info
+        self.roots = roots
         self.input_responses = input_responses
         self.request_state = request_state
         self._runtime = runtime
 
+    @property
+    def hinted(self) -> bool:
+        """May the session's :attr:`roots` pick a default workspace? True exactly when the
+        request belongs to a session (``roots is not None``: the legacy era), even before the
+        client reported any roots. A flag for handlers, so that they need not look at the era."""
+        return self.roots is not None
+
+    @property
+    def asks_live(self) -> bool:
+        """Is an :class:`InputRequired` this handler returns asked of the client live, while
+        this call waits, the handler then being called again within the same request (the
+        legacy adapter)? False in the modern era: the client gets the InputRequiredResult and
+        retries with a new request. Only where this is true may a handler raise
+        :class:`URLElicitationRequired` instead. A flag, so that handlers need not look at the
+        era."""
+        return self.era == "legacy"
+
     def supports_elicitation(self, mode: Literal["form", "url"]) -> bool:
         """Whether the client declared elicitation in ``mode`` (an empty ``{}`` means form only)."""
-        elicitation = self.client_capabilities.get("elicitation")
-        if not isinstance(elicitation, Mapping):
-            return False
-        if not elicitation:
-            return mode == "form"
-        return isinstance(elicitation.get(mode), Mapping)
+        return supports_elicitation(self.client_capabilities, mode)
 
     def supports_roots(self) -> bool:
         """Whether the client declared the ``roots`` capability."""
@@ -401,8 +446,10 @@ class App:
     tools: Sequence[Tool[Any, Any]]
     resources: ResourceProvider | None = None
     # Legacy only: after notifications/initialized (if the client declared roots) and after each
-    # notifications/roots/list_changed the core asks roots/list and hands the roots here. Errors
-    # and timeouts are logged on stderr and ignored: roots are hints.
+    # notifications/roots/list_changed the core asks roots/list, keeps the roots in the session
+    # (RequestContext.roots) and also hands them here. Errors and timeouts are logged on stderr
+    # and ignored: roots are hints. Deprecated: read RequestContext.roots instead; it is kept
+    # only until the notes service does (a value stored here is shared by every session).
     on_roots: Callable[[list[JSONObject]], Awaitable[None]] | None = None
     prompts: PromptProvider | None = None
     # Entered by the transport around serving and left when it stops: for background

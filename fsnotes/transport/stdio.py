@@ -33,18 +33,18 @@ import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
-from fsnotes.protocol.connection import (
+from fsnotes.protocol.connection import ServerConnection
+from fsnotes.protocol.framing import LineSplitter, Oversized, encode_message
+from fsnotes.protocol.registry import App, JSONObject
+from fsnotes.protocol.wire import (
     Action,
     CancelTask,
     DeliverReply,
     Peer,
     Send,
-    ServerConnection,
     StartTask,
     TaskKey,
 )
-from fsnotes.protocol.framing import LineSplitter, Oversized, encode_message
-from fsnotes.protocol.registry import App, JSONObject
 
 _log = logging.getLogger("fsnotes.transport")
 
@@ -377,16 +377,18 @@ class _StdioServer:
 async def serve_stdio(
     app: App,
     *,
+    principal: str,
     stdin_fd: int | None = None,
     stdout_fd: int | None = None,
     write_stall_s: float = WRITE_STALL_S,
 ) -> None:
-    """Serve ``app`` over stdio until stdin ends or SIGTERM/SIGINT arrives.
+    """Serve ``app`` over stdio until stdin ends or SIGTERM/SIGINT arrives, every request acting
+    for ``principal`` (stdio has no MCP authentication: it comes from configuration).
 
     With the default descriptors, the real stdout is moved to a private descriptor and fd 1 is
     pointed at stderr for the duration, so nothing but protocol messages reaches the client.
     """
-    conn = ServerConnection(app)
+    conn = ServerConnection(app, principal=principal)
     in_fd = 0 if stdin_fd is None else stdin_fd
     lifespan = app.lifespan() if app.lifespan is not None else contextlib.nullcontext()
     async with lifespan:
@@ -425,14 +427,15 @@ def _return_freed_memory_promptly() -> None:
         _log.debug("mallopt(M_MMAP_THRESHOLD) is not supported here")
 
 
-async def _serve_process(app: App, write_stall_s: float) -> None:
+async def _serve_process(app: App, principal: str, write_stall_s: float) -> None:
     anyio.to_thread.current_default_thread_limiter().total_tokens = MAX_WORKER_THREADS
-    await serve_stdio(app, write_stall_s=write_stall_s)
+    await serve_stdio(app, principal=principal, write_stall_s=write_stall_s)
 
 
-def run_stdio(app: App, *, write_stall_s: float = WRITE_STALL_S) -> None:
-    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app``, with
-    at most :data:`MAX_WORKER_THREADS` worker threads and freed memory given back promptly.
+def run_stdio(app: App, *, principal: str, write_stall_s: float = WRITE_STALL_S) -> None:
+    """Blocking entry point: configure stderr logging (if nothing did) and serve ``app`` for
+    ``principal`` (see :func:`serve_stdio`), with at most :data:`MAX_WORKER_THREADS` worker
+    threads and freed memory given back promptly.
 
     ``write_stall_s`` exists for tests; the server always runs with :data:`WRITE_STALL_S`.
     """
@@ -447,4 +450,4 @@ def run_stdio(app: App, *, write_stall_s: float = WRITE_STALL_S) -> None:
     # A signal that arrives before the handler is installed: exit quietly all the same.
     with contextlib.suppress(KeyboardInterrupt):
         _return_freed_memory_promptly()
-        anyio.run(_serve_process, app, write_stall_s)
+        anyio.run(_serve_process, app, principal, write_stall_s)

@@ -560,7 +560,7 @@ def test_a_write_that_makes_no_progress_for_the_grace_ends_the_server_with_one_l
     code_text = (
         "from tests.servers.demo_server import build_app\n"
         "from fsnotes.transport.stdio import run_stdio\n"
-        f"run_stdio(build_app(), write_stall_s={grace!r})\n"
+        f"run_stdio(build_app(), principal='demo', write_stall_s={grace!r})\n"
     )
     server = _Unread([sys.executable, "-c", code_text])
     try:
@@ -709,7 +709,7 @@ async def threads(ctx, args):
 
 app = build_app()
 app.tools = [*app.tools, replace(app.tools[0], name="threads", handler=threads)]
-run_stdio(app)
+run_stdio(app, principal='demo')
 """
 
 

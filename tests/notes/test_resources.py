@@ -15,6 +15,7 @@ CTX = RequestContext(
     era="modern",
     protocol_version="2026-07-28",
     method="resources/list",
+    principal="ada",  # the server fixture's configured principal
     client_capabilities={},
     client_info=None,
 )

@@ -78,7 +78,7 @@ async def answer_size(h: Harness) -> int:
 
 async def test_answers_past_the_budget_are_computed_again_when_there_is_room() -> None:
     big = BigApp()
-    async with running(ServerConnection(big.app)) as h:
+    async with running(ServerConnection(big.app, principal="unit")) as h:
         size = await answer_size(h)
         h.conn.max_pending_answer_bytes = 2 * size
         h.stall()
@@ -113,7 +113,7 @@ async def test_answers_past_the_budget_are_computed_again_when_there_is_room() -
 
 async def test_a_large_answer_past_the_budget_to_a_request_that_changes_things_is_busy() -> None:
     big = BigApp()
-    async with running(ServerConnection(big.app)) as h:
+    async with running(ServerConnection(big.app, principal="unit")) as h:
         size = await answer_size(h)
         h.conn.max_pending_answer_bytes = 2 * size
         h.stall()
@@ -135,7 +135,7 @@ async def test_a_large_answer_past_the_budget_to_a_request_that_changes_things_i
 
 async def test_a_request_that_asked_the_client_is_not_run_again_and_is_answered_busy() -> None:
     big = BigApp()
-    async with running(ServerConnection(big.app)) as h:
+    async with running(ServerConnection(big.app, principal="unit")) as h:
         init = {
             "protocolVersion": "2025-11-25",
             "capabilities": {"elicitation": {}},
@@ -159,7 +159,9 @@ async def test_a_request_that_asked_the_client_is_not_run_again_and_is_answered_
 
 async def test_one_answer_larger_than_the_budget_is_kept_when_nothing_else_waits() -> None:
     big = BigApp()
-    async with running(ServerConnection(big.app, max_pending_answer_bytes=1000)) as h:
+    async with running(
+        ServerConnection(big.app, max_pending_answer_bytes=1000, principal="unit")
+    ) as h:
         h.stall()
         h.feed(tool_call(1, "big"))
         await h.settle()
@@ -174,7 +176,7 @@ async def test_one_answer_larger_than_the_budget_is_kept_when_nothing_else_waits
 
 async def test_a_request_waiting_to_run_again_can_be_cancelled() -> None:
     big = BigApp()
-    async with running(ServerConnection(big.app)) as h:
+    async with running(ServerConnection(big.app, principal="unit")) as h:
         size = await answer_size(h)
         h.conn.max_pending_answer_bytes = 2 * size
         h.stall()
@@ -195,7 +197,7 @@ async def test_a_request_waiting_to_run_again_can_be_cancelled() -> None:
 
 async def test_reading_may_go_on_once_the_backlog_is_under_half_the_budget() -> None:
     big = BigApp()
-    async with running(ServerConnection(big.app)) as h:
+    async with running(ServerConnection(big.app, principal="unit")) as h:
         size = await answer_size(h)
         h.conn.max_pending_answer_bytes = 3 * size
         drained: list[int] = []

@@ -46,7 +46,7 @@ async def until_released(h: Harness) -> None:
 
 
 async def test_a_request_is_charged_while_it_runs_and_gives_it_back_when_it_finishes() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         message = slow(1, "x" * 100_000, steps=5)
         h.feed(message)
         await h.settle()
@@ -66,7 +66,7 @@ async def test_a_cancelled_request_gives_its_bytes_back_when_its_task_ends() -> 
 
     app = build_app()
     app.tools = [replace(app.tools[0], name="blocking", handler=blocking)]
-    async with running(ServerConnection(app)) as h:
+    async with running(ServerConnection(app, principal="unit")) as h:
         message = request(
             1,
             "tools/call",
@@ -86,7 +86,9 @@ async def test_a_cancelled_request_gives_its_bytes_back_when_its_task_ends() -> 
 async def test_a_request_past_the_byte_budget_is_answered_busy_with_its_id() -> None:
     first = slow(1, "x" * 100_000, steps=20)
     budget = charge_of(first) * 3 // 2
-    async with running(ServerConnection(build_app(), max_in_flight_bytes=budget)) as h:
+    async with running(
+        ServerConnection(build_app(), max_in_flight_bytes=budget, principal="unit")
+    ) as h:
         h.feed(first)
         busy = await h.call(slow(2, "x" * 100_000))
         assert busy["id"] == 2 and busy["error"]["code"] == -32603
@@ -102,7 +104,7 @@ async def test_a_request_past_the_byte_budget_is_answered_busy_with_its_id() -> 
 
 
 async def test_a_line_of_too_many_values_is_refused_unparsed_without_id() -> None:
-    c = ServerConnection(build_app())
+    c = ServerConnection(build_app(), principal="unit")
     junk = "[" + "{}," * MAX_LINE_VALUES + "{}]"
     line = json.dumps(slow(1, "@")).replace('"@"', junk).encode()
     assert json.loads(line)["params"]["junk"][0] == {}
@@ -131,7 +133,7 @@ async def test_the_largest_admissible_line_runs_when_nothing_else_does() -> None
     assert MAX_LINE_BYTES - 100_000 < len(line) <= MAX_LINE_BYTES
     cost = line_cost(line)
     assert MAX_LINE_VALUES - 100 < cost.values <= MAX_LINE_VALUES
-    c = ServerConnection(build_app())
+    c = ServerConnection(build_app(), principal="unit")
     assert isinstance(c.receive_line(line)[0], StartTask)
     assert c.in_flight_bytes == cost.charge > 4 * MAX_LINE_BYTES - 1_000_000
     assert cost.charge <= MAX_IN_FLIGHT_BYTES
@@ -150,7 +152,7 @@ async def test_an_answer_to_our_request_is_charged_to_the_request_that_waits_for
 
     app = build_app()
     app.tools = [replace(app.tools[0], name="ask", handler=ask)]
-    conns.append(conn := ServerConnection(app))
+    conns.append(conn := ServerConnection(app, principal="unit"))
     async with running(conn) as h:
         await h.call(init_legacy())
         call = request(1, "tools/call", {"name": "ask", "arguments": {"text": "x"}})
@@ -169,7 +171,9 @@ async def test_an_answer_to_our_request_is_charged_to_the_request_that_waits_for
 
 async def test_an_answer_past_the_budget_is_dropped_and_the_handler_sees_an_error() -> None:
     call = request(1, "tools/call", {"name": "confirm", "arguments": {"title": "x"}})
-    conn = ServerConnection(build_app(), max_in_flight_bytes=charge_of(call) + 10_000)
+    conn = ServerConnection(
+        build_app(), max_in_flight_bytes=charge_of(call) + 10_000, principal="unit"
+    )
     async with running(conn) as h:
         await h.call(init_legacy())
         h.feed(call)
@@ -188,7 +192,9 @@ async def test_an_answer_past_the_budget_is_dropped_and_the_handler_sees_an_erro
 
 async def test_a_roots_answer_is_charged_until_it_is_handled_and_dropped_past_the_budget() -> None:
     _ROOTS.clear()
-    async with running(ServerConnection(build_app(), max_in_flight_bytes=50_000)) as h:
+    async with running(
+        ServerConnection(build_app(), max_in_flight_bytes=50_000, principal="unit")
+    ) as h:
         await h.call(init_legacy(caps={"roots": {"listChanged": True}}))
         h.feed({"jsonrpc": "2.0", "method": "notifications/initialized"})
         ask = await h.wait_for(lambda m: m.get("method") == "roots/list")
@@ -207,7 +213,7 @@ async def test_a_roots_answer_is_charged_until_it_is_handled_and_dropped_past_th
 
 
 async def test_each_member_of_a_batch_is_charged_for_itself() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await h.call(init_legacy("2025-03-26"))
         big, small = slow(1, "x" * 500_000, steps=50), slow(2, steps=1)
         line = json.dumps([big, small]).encode()
@@ -221,7 +227,7 @@ async def test_each_member_of_a_batch_is_charged_for_itself() -> None:
 
 
 async def test_answered_at_once_requests_and_notifications_are_never_charged() -> None:
-    async with running(ServerConnection(build_app(), max_in_flight_bytes=1)) as h:
+    async with running(ServerConnection(build_app(), max_in_flight_bytes=1, principal="unit")) as h:
         junk = "x" * 1_000_000
         pong = await h.call(request(1, "ping", {"junk": junk}))
         assert pong["result"] == {}

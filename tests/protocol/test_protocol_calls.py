@@ -51,7 +51,7 @@ def modern_call(
 
 @pytest.mark.anyio
 async def test_tool_result_has_structured_content_and_the_same_json_as_text() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         msg = await h.call(modern_call(1, "echo", {"text": "hi"}))
         assert msg["result"] == {
             "resultType": "complete",
@@ -68,7 +68,7 @@ async def test_tool_result_has_structured_content_and_the_same_json_as_text() ->
 
 @pytest.mark.anyio
 async def test_unknown_tool_is_invalid_params_with_its_name() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         msg = await h.call(modern_call(1, "nope"))
         assert msg["error"] == {"code": -32602, "message": "Unknown tool: nope"}
         bad_args = await h.call(
@@ -79,7 +79,7 @@ async def test_unknown_tool_is_invalid_params_with_its_name() -> None:
 
 @pytest.mark.anyio
 async def test_argument_errors_are_actionable_is_error_results() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         msg = await h.call(modern_call(1, "add", {"a": "x", "b": 5000}))
         result = msg["result"]
         assert result["isError"] is True
@@ -92,7 +92,7 @@ async def test_argument_errors_are_actionable_is_error_results() -> None:
 
 @pytest.mark.anyio
 async def test_tool_error_internal_error_and_invalid_params_from_handlers() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         tool_error = (await h.call(modern_call(1, "fail", {"kind": "tool"})))["result"]
         assert tool_error["isError"] is True and "on purpose" in tool_error["content"][0]["text"]
         crash = (await h.call(modern_call(2, "fail", {"kind": "crash"})))["result"]
@@ -107,7 +107,7 @@ async def test_tool_error_internal_error_and_invalid_params_from_handlers() -> N
 
 @pytest.mark.anyio
 async def test_modern_form_input_required_exact_shape_then_retry_completes() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         first = (await h.call(modern_call(1, "confirm", {"title": "groceries"}, FORM_CAPS)))[
             "result"
         ]
@@ -144,7 +144,7 @@ async def test_modern_form_input_required_exact_shape_then_retry_completes() -> 
 
 @pytest.mark.anyio
 async def test_modern_missing_capability_is_32021_with_required_capabilities_object() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         msg = await h.call(modern_call(1, "confirm", {"title": "x"}, {}))
         assert msg["error"]["code"] == -32021
         assert msg["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
@@ -160,7 +160,7 @@ async def test_modern_missing_capability_is_32021_with_required_capabilities_obj
 
 @pytest.mark.anyio
 async def test_capabilities_are_never_reused_from_an_earlier_request() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         ok = (await h.call(modern_call(1, "confirm", {"title": "x"}, FORM_CAPS)))["result"]
         assert ok["resultType"] == "input_required"
         later = await h.call(modern_call(2, "confirm", {"title": "x"}, {}))
@@ -169,7 +169,7 @@ async def test_capabilities_are_never_reused_from_an_earlier_request() -> None:
 
 @pytest.mark.anyio
 async def test_modern_url_elicitation_has_no_elicitation_id_and_no_cache_fields() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         result = (await h.call(modern_call(1, "visit", {}, {"elicitation": {"url": {}}})))["result"]
         assert result["inputRequests"]["visit"]["params"] == {
             "mode": "url",
@@ -181,7 +181,7 @@ async def test_modern_url_elicitation_has_no_elicitation_id_and_no_cache_fields(
 
 @pytest.mark.anyio
 async def test_modern_roots_input_request_and_malformed_input_responses() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         first = (await h.call(modern_call(1, "roots_seen", {}, {"roots": {}})))["result"]
         assert (
             first["inputRequests"] == {"roots": {"method": "roots/list"}}
@@ -203,7 +203,7 @@ async def test_modern_roots_input_request_and_malformed_input_responses() -> Non
 
 @pytest.mark.anyio
 async def test_legacy_adapter_sends_live_elicitation_and_calls_the_handler_again() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, FORM_CAPS)
         h.feed(call(1, "confirm", {"title": "groceries"}))
         ask = await h.wait_for(lambda m: m.get("method") == "elicitation/create")
@@ -226,7 +226,7 @@ async def test_legacy_adapter_sends_live_elicitation_and_calls_the_handler_again
 
 @pytest.mark.anyio
 async def test_legacy_url_elicitation_includes_elicitation_id() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, {"elicitation": {"url": {}}})
         h.feed(call(1, "visit", {}))
         ask = await h.wait_for(lambda m: m.get("method") == "elicitation/create")
@@ -242,7 +242,7 @@ async def test_legacy_url_elicitation_includes_elicitation_id() -> None:
 
 @pytest.mark.anyio
 async def test_legacy_client_error_reply_becomes_is_error_result() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, FORM_CAPS)
         h.feed(call(1, "confirm", {"title": "x"}))
         ask = await h.wait_for(lambda m: m.get("method") == "elicitation/create")
@@ -253,7 +253,7 @@ async def test_legacy_client_error_reply_becomes_is_error_result() -> None:
 
 @pytest.mark.anyio
 async def test_legacy_timeout_withdraws_the_request_and_reports_an_error_result() -> None:
-    async with running(ServerConnection(build_app(), input_timeout=0.05)) as h:
+    async with running(ServerConnection(build_app(), input_timeout=0.05, principal="unit")) as h:
         await legacy(h, FORM_CAPS)
         h.feed(call(1, "confirm", {"title": "x"}))
         ask = await h.wait_for(lambda m: m.get("method") == "elicitation/create")
@@ -268,7 +268,7 @@ async def test_legacy_timeout_withdraws_the_request_and_reports_an_error_result(
 
 @pytest.mark.anyio
 async def test_legacy_missing_capability_is_an_is_error_result_not_a_request() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, {})
         result = (await h.call(call(1, "confirm", {"title": "x"})))["result"]
         assert result["isError"] is True and "cannot ask" in result["content"][0]["text"]
@@ -284,7 +284,7 @@ async def test_legacy_adapter_gives_up_after_max_rounds() -> None:
 
     app = build_app()
     app.tools = [replace(app.tools[0], name="nag", handler=always_ask)]
-    async with running(ServerConnection(app, max_input_rounds=2)) as h:
+    async with running(ServerConnection(app, max_input_rounds=2, principal="unit")) as h:
         await legacy(h, FORM_CAPS)
         h.feed(call(1, "nag", {"text": "x"}))
         answered: set[int] = set()
@@ -303,7 +303,7 @@ async def test_legacy_adapter_gives_up_after_max_rounds() -> None:
 
 @pytest.mark.anyio
 async def test_cancelled_request_stops_and_sends_nothing() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         h.feed(
             modern_call(1, "slow", {"steps": 50, "delay": 0.02}, _meta_extra=None)
             if False
@@ -325,7 +325,7 @@ async def test_cancelled_request_stops_and_sends_nothing() -> None:
 
 @pytest.mark.anyio
 async def test_legacy_cancel_while_waiting_for_elicitation_withdraws_our_request() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, FORM_CAPS)
         h.feed(call(1, "confirm", {"title": "x"}))
         ask = await h.wait_for(lambda m: m.get("method") == "elicitation/create")
@@ -337,7 +337,7 @@ async def test_legacy_cancel_while_waiting_for_elicitation_withdraws_our_request
 
 @pytest.mark.anyio
 async def test_progress_only_with_a_token_strictly_increasing_and_not_after_completion() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await h.call(modern_call(1, "slow", {"steps": 2, "delay": 0}))
         assert not any(m.get("method") == "notifications/progress" for m in h.out)
         m = meta(progressToken="tok")
@@ -367,7 +367,7 @@ async def test_progress_rules_enforced_in_the_context() -> None:
     app = build_app()
     tool = app.tools[0]
     app.tools = [replace(tool, name="p", handler=handler)]
-    async with running(ServerConnection(app)) as h:
+    async with running(ServerConnection(app, principal="unit")) as h:
         await h.call(call(1, "p", {"text": "x"}, _meta=meta(progressToken=5)))
         progress = [x["params"] for x in h.out if x.get("method") == "notifications/progress"]
         assert progress == [
@@ -382,7 +382,7 @@ async def test_progress_rules_enforced_in_the_context() -> None:
 
 @pytest.mark.anyio
 async def test_modern_logs_only_when_the_request_asked_and_at_or_above_its_level() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await h.call(modern_call(1, "slow", {"steps": 1, "delay": 0}))
         assert not any(m.get("method") == "notifications/message" for m in h.out)
         await h.call(
@@ -411,7 +411,7 @@ async def test_modern_logs_only_when_the_request_asked_and_at_or_above_its_level
 
 @pytest.mark.anyio
 async def test_legacy_logs_follow_set_level_default_warning() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h)
         await h.call(call(1, "slow", {"steps": 1, "delay": 0}))
         assert not any(m.get("method") == "notifications/message" for m in h.out)
@@ -424,7 +424,7 @@ async def test_legacy_logs_follow_set_level_default_warning() -> None:
 
 @pytest.mark.anyio
 async def test_resources_not_found_codes_differ_by_era_with_uri_data() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         modern = await h.call(request(1, "resources/read", {"_meta": meta(), "uri": "note://zzz"}))
         assert modern["error"] == {
             "code": -32602,
@@ -442,7 +442,7 @@ async def test_resources_not_found_codes_differ_by_era_with_uri_data() -> None:
 
 @pytest.mark.anyio
 async def test_resources_read_list_templates_and_completion_route_to_the_provider() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         read = (await h.call(request(1, "resources/read", {"_meta": meta(), "uri": "note://a"})))[
             "result"
         ]
@@ -487,7 +487,7 @@ async def test_resources_read_list_templates_and_completion_route_to_the_provide
 
 @pytest.mark.anyio
 async def test_resources_read_input_required_in_both_eras() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         modern = (
             await h.call(
                 request(1, "resources/read", {"_meta": meta(FORM_CAPS), "uri": "note://secret"})
@@ -504,7 +504,7 @@ async def test_resources_read_input_required_in_both_eras() -> None:
 @pytest.mark.anyio
 async def test_legacy_roots_are_fetched_after_initialized_and_on_list_changed() -> None:
     _ROOTS.clear()
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, {"roots": {"listChanged": True}})
         ask = await h.wait_for(lambda m: m.get("method") == "roots/list")
         h.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///one"}]}})
@@ -520,7 +520,7 @@ async def test_legacy_roots_are_fetched_after_initialized_and_on_list_changed() 
 
 @pytest.mark.anyio
 async def test_no_roots_request_without_the_capability() -> None:
-    async with running(ServerConnection(build_app())) as h:
+    async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, {})
         await h.settle()
         assert not any(m.get("method") == "roots/list" for m in h.out)
@@ -532,6 +532,7 @@ def test_context_capability_checks_follow_the_elicitation_mode_rules() -> None:
             era="modern",
             protocol_version="2026-07-28",
             method="tools/call",
+            principal="unit",
             client_capabilities=caps,
             client_info=None,
         )
@@ -565,6 +566,6 @@ async def test_a_result_that_cannot_be_encoded_still_gets_an_answer() -> None:
         instructions=None,
         tools=[Tool("broken", "Broken", "d", NoArgs, None, ToolAnnotations(), broken)],
     )
-    async with running(ServerConnection(app)) as h:
+    async with running(ServerConnection(app, principal="unit")) as h:
         resp = await h.call(modern_call(1, "broken"))
         assert resp["error"]["code"] == -32603

@@ -19,7 +19,7 @@ SERVER_INFO = {"name": "fsnotes-demo", "version": "0.0.1", "title": "fsnotes dem
 
 
 def conn() -> ServerConnection:
-    return ServerConnection(build_app())
+    return ServerConnection(build_app(), principal="unit")
 
 
 def one(actions: list[Any]) -> dict[str, Any]:
@@ -247,7 +247,7 @@ def test_logging_set_level_validates_the_level() -> None:
 
 
 def test_tools_list_pages_with_an_opaque_validated_cursor() -> None:
-    c = ServerConnection(build_app(), tools_page_size=3)
+    c = ServerConnection(build_app(), tools_page_size=3, principal="unit")
     names: list[str] = []
     cursor = None
     for i in range(10):
@@ -264,9 +264,9 @@ def test_tools_list_pages_with_an_opaque_validated_cursor() -> None:
         msg = one(c.receive_message(request("c", "tools/list", {"_meta": meta(), "cursor": bad})))
         assert msg["error"]["code"] == -32602, bad
     # A cursor minted for another tool list (different fingerprint) is rejected too.
-    other = ServerConnection(build_app(), tools_page_size=3)
-    other._tools_fingerprint = "000000000000"
-    forged = other._encode_cursor(3)
+    other = ServerConnection(build_app(), tools_page_size=3, principal="unit")
+    other.dispatcher.tools.fingerprint = "000000000000"
+    forged = other.dispatcher.tools.encode_cursor(3)
     assert (
         one(c.receive_message(request("f", "tools/list", {"_meta": meta(), "cursor": forged})))[
             "error"
@@ -299,7 +299,7 @@ def test_duplicate_in_flight_id_is_rejected() -> None:
 
 
 def test_too_many_requests_in_flight_get_a_busy_error() -> None:
-    c = ServerConnection(build_app(), max_in_flight=2)
+    c = ServerConnection(build_app(), max_in_flight=2, principal="unit")
     for i in range(2):
         assert isinstance(
             c.receive_message(request(i, "tools/call", {"_meta": meta(), "name": "slow"}))[0],

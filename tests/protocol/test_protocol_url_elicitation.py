@@ -72,7 +72,7 @@ async def needs_url(ctx: RequestContext, args: BaseModel) -> ToolResult:
 
 @pytest.mark.anyio
 async def test_legacy_url_elicitation_required_is_32042_with_the_elicitations() -> None:
-    async with running(ServerConnection(app_with(needs_url))) as h:
+    async with running(ServerConnection(app_with(needs_url), principal="unit")) as h:
         await legacy(h, URL_CAPS)
         reply = await h.call(tcall(1))
         assert reply["error"] == {
@@ -93,7 +93,7 @@ async def test_legacy_url_elicitation_required_is_32042_with_the_elicitations() 
 
 @pytest.mark.anyio
 async def test_32042_is_never_sent_without_the_url_capability_nor_in_the_modern_era() -> None:
-    async with running(ServerConnection(app_with(needs_url))) as h:
+    async with running(ServerConnection(app_with(needs_url), principal="unit")) as h:
         await legacy(h, {"elicitation": {}})  # form only
         reply = await h.call(tcall(1))
         assert reply["error"]["code"] == -32600 and "did not declare" in reply["error"]["message"]
@@ -107,7 +107,7 @@ async def test_handler_missing_capability_is_32021_modern_and_is_error_legacy() 
     async def handler(ctx: RequestContext, args: BaseModel) -> ToolResult:
         raise MissingCapability("Run: fsnotes grant ...", required={"elicitation": {"url": {}}})
 
-    async with running(ServerConnection(app_with(handler))) as h:
+    async with running(ServerConnection(app_with(handler), principal="unit")) as h:
         modern = await h.call(tcall(1, _meta=meta({})))
         assert modern["error"] == {
             "code": -32021,
@@ -128,7 +128,7 @@ async def test_completion_notifier_outlives_its_request_and_is_legacy_only() -> 
         kept.append(ctx.elicitation_complete_notifier("el-7"))
         return ToolResult(text="started")
 
-    conn = ServerConnection(app_with(handler))
+    conn = ServerConnection(app_with(handler), principal="unit")
     async with running(conn) as h:
         await h.call(tcall(1, _meta=meta(URL_CAPS)))
         assert kept == [None]  # 2026-07-28 removed the notification
@@ -171,7 +171,12 @@ async def test_stdio_transport_runs_inside_the_app_lifespan() -> None:
     os.close(in_w)
     try:
         with anyio.fail_after(10):
-            await serve_stdio(app_with(handler, lifespan=lifespan), stdin_fd=in_r, stdout_fd=out_w)
+            await serve_stdio(
+                app_with(handler, lifespan=lifespan),
+                principal="unit",
+                stdin_fd=in_r,
+                stdout_fd=out_w,
+            )
         assert events == ["enter", "exit"]
         assert b'"id":1' in os.read(out_r, 65536)
     finally:
@@ -188,7 +193,7 @@ async def test_one_completion_notifier_per_elicitation_id_and_connection() -> No
         kept.append(ctx.elicitation_complete_notifier("other"))
         return ToolResult(text="ok")
 
-    async with running(ServerConnection(app_with(handler))) as h:
+    async with running(ServerConnection(app_with(handler), principal="unit")) as h:
         await legacy(h, URL_CAPS)
         await h.call(tcall(1))
         await h.call(tcall(2))

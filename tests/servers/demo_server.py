@@ -2,8 +2,9 @@
 
 Run: ``python -m tests.servers.demo_server`` or ``python tests/servers/demo_server.py``.
 Tools: ``echo``, ``add``, ``confirm`` (form elicitation round trip), ``visit`` (URL
-elicitation), ``slow`` (progress, logs, cancellable), ``roots_seen`` (legacy pushed roots, or a
-roots input request), ``whoami``, ``fail`` (ToolError / crash). It also serves a tiny in-memory
+elicitation), ``slow`` (progress, logs, cancellable), ``roots_seen`` (the legacy session's
+roots, or a roots input request), ``whoami`` (era, principal, capabilities), ``fail``
+(ToolError / crash). It also serves a tiny in-memory
 resource provider so resources/* and completion/complete can be driven.
 """
 
@@ -127,13 +128,12 @@ async def slow(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequir
 
 
 async def roots_seen(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequired:
-    if ctx.era == "modern":
+    roots: Any = ctx.roots  # the session's (legacy); None without one (modern)
+    if roots is None:
         answer = (ctx.input_responses or {}).get("roots")
         if not isinstance(answer, Mapping):
             return InputRequired(requests={"roots": ListRoots()})
         roots = answer.get("roots") or []
-    else:
-        roots = _ROOTS
     uris = [r.get("uri") for r in roots if isinstance(r, Mapping)]
     return ToolResult(structured={"roots": uris})
 
@@ -142,6 +142,9 @@ async def whoami(ctx: RequestContext, args: BaseModel) -> ToolResult | InputRequ
     return ToolResult(
         structured={
             "era": ctx.era,
+            "principal": ctx.principal,
+            "hinted": ctx.hinted,
+            "asksLive": ctx.asks_live,
             "protocolVersion": ctx.protocol_version,
             "capabilities": dict(ctx.client_capabilities),
         }
@@ -225,6 +228,8 @@ class MemoryResources:
 
 
 async def _on_roots(roots: list[JSONObject]) -> None:
+    # The deprecated App.on_roots path, kept while the product still uses it: one list for
+    # the whole process (roots_seen reads the session's own, RequestContext.roots).
     _ROOTS[:] = roots
 
 
@@ -253,5 +258,9 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+# Who the demo serves: stdio has no MCP authentication, so the transport is configured with it
+# (the product takes it from its configuration).
+PRINCIPAL = "demo"
+
 if __name__ == "__main__":
-    run_stdio(build_app())
+    run_stdio(build_app(), principal=PRINCIPAL)
