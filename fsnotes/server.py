@@ -114,7 +114,6 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             setup = build_setup(
                 policy=config.setup,
                 state_dir=config.state_dir,
-                principal=config.principal,
                 workspaces=config.workspace_objects(),
                 grants=config.grants,
                 stores=stores,
@@ -139,14 +138,8 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         rescan_interval=config.rescan_interval,
         watch=config.watch,
     )
-    service = NotesService(
-        grants=grants, principal=config.principal, stores=stores, catalogs=catalogs
-    )
-    deletes = DeleteFlow(service, sealer, replay, clock)
-
-    async def on_roots(roots_list: list[dict[str, Any]]) -> None:
-        service.set_root_hints(roots_list)
-
+    service = NotesService(grants=grants, stores=stores, catalogs=catalogs)
+    deletes = DeleteFlow(sealer, replay, clock)
     app = App(
         name="fsnotes",
         version=__version__,
@@ -154,7 +147,6 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         instructions=INSTRUCTIONS,
         tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
-        on_roots=on_roots,
         lifespan=_lifespan(catalogs, setup.lifespan),
     )
     return Server(

@@ -36,7 +36,7 @@ from ..security.seal import Sealer
 from ..security.shown import distinguishable, shown
 from .catalog import CatalogUnavailable
 from .models import DeleteResult
-from .service import Located, NotesService, ServiceError, explain
+from .service import Located, Notes, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
 
 TOOL_NAME = "notes_delete"
@@ -112,47 +112,48 @@ class DeleteState:
 
 
 class DeleteFlow:
+    """The confirmed delete; every call gets the requesting principal's view of the notes."""
+
     def __init__(
         self,
-        service: NotesService,
         sealer: Sealer,
         replay: ReplayStore,
         clock: Callable[[], float],
     ) -> None:
-        self.service = service
         self.sealer = sealer
         self.replay = replay
         self.clock = clock
 
     # --- first round ---------------------------------------------------------------------
 
-    def ask(self, args: Mapping[str, Any], *, hinted: bool = False) -> InputRequired:
+    def ask(self, notes: Notes, args: Mapping[str, Any]) -> InputRequired:
         """The question for these arguments; ServiceError/NotGranted when there is nothing
         to ask about (not granted, no such note)."""
-        ws, notes = self._candidates(args, hinted)
+        ws, found = self._candidates(notes, args)
         state = DeleteState(
-            binding=self._binding(args),
+            binding=self._binding(notes, args),
             workspace=ws.name,
             candidates=tuple(
-                Candidate(display(n.parts), n.identity, n.etag, n.info.mtime_ns) for n in notes
+                Candidate(display(n.parts), n.identity, n.etag, n.info.mtime_ns) for n in found
             ),
             nonce=secrets.token_urlsafe(NONCE_BYTES),
             expires=int(self.clock()) + STATE_LIFETIME_S,
         )
         return InputRequired(
-            requests={CONFIRM_KEY: self._form(ws, args, notes)},
+            requests={CONFIRM_KEY: self._form(ws, args, found)},
             state=self.sealer.seal(state.encode()),
         )
 
-    def _binding(self, args: Mapping[str, Any]) -> Binding:
-        return Binding.of_call(self.service.principal, TOOL_NAME, args, PHASE)
+    @staticmethod
+    def _binding(notes: Notes, args: Mapping[str, Any]) -> Binding:
+        return Binding.of_call(notes.principal, TOOL_NAME, args, PHASE)
 
-    def _candidates(self, args: Mapping[str, Any], hinted: bool) -> tuple[Workspace, list[Note]]:
-        svc = self.service
+    @staticmethod
+    def _candidates(svc: Notes, args: Mapping[str, Any]) -> tuple[Workspace, list[Note]]:
         if args.get("uri") is not None:
             loc = svc.locate(str(args["uri"]), Access.DELETE)
             return loc.workspace, [svc.read_located(loc)]
-        ws = svc.workspace(args.get("workspaceUri"), Access.DELETE, hinted=hinted)
+        ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
         wanted = str(args["title"]).casefold()
         root = svc.relative(ws, "", allow_empty=True)
         catalog = svc.catalog(root, fresh=True)
@@ -209,6 +210,11 @@ class DeleteFlow:
             else f"a note titled like “{shown(str(args['title']))}”"
         )
         return ElicitForm(
+            unavailable=(
+                "This host cannot ask you for confirmation (it did not declare form "
+                "elicitation), and fsnotes deletes nothing without a person's confirmation; "
+                "delete the note in your file manager instead."
+            ),
             message=(
                 f"The assistant wants to delete {asked} from workspace '{shown(ws.name)}'. "
                 "Choose the note and tick the box to delete it permanently; "
@@ -232,11 +238,10 @@ class DeleteFlow:
 
     def resume(
         self,
+        notes: Notes,
         args: Mapping[str, Any],
         state: str,
         responses: Mapping[str, Any] | None,
-        *,
-        hinted: bool = False,
     ) -> InputRequired | DeleteResult:
         """The retry: its result, or the question again (expired, no answer). Refusals
         raise ConsentRefused or ServiceError, each saying that nothing was deleted."""
@@ -245,14 +250,14 @@ class DeleteFlow:
             state,
             now=self.clock(),
             decode=DeleteState.decode,
-            expected=self._binding(args),
+            expected=self._binding(notes, args),
             subject=SUBJECT,
         )
         if sealed is None:
-            return self.ask(args, hinted=hinted)  # too old, rotated key, older format
+            return self.ask(notes, args)  # too old, rotated key, older format
         answer = answer_of(responses, CONFIRM_KEY, SUBJECT)
         if answer is None:
-            return self.ask(args, hinted=hinted)  # no answer is never consent: ask again
+            return self.ask(notes, args)  # no answer is never consent: ask again
         if answer.action == "cancel":
             return _result(
                 False, "cancelled", "The person dismissed the question; nothing was deleted."
@@ -290,12 +295,11 @@ class DeleteFlow:
                 "not_confirmed",
                 "The person did not tick the confirmation box; nothing was deleted.",
             )
-        return self._execute(args, candidates[note_id], sealed, hinted)
+        return self._execute(notes, args, candidates[note_id], sealed)
 
     def _execute(
-        self, args: Mapping[str, Any], chosen: Candidate, sealed: DeleteState, hinted: bool
+        self, svc: Notes, args: Mapping[str, Any], chosen: Candidate, sealed: DeleteState
     ) -> DeleteResult:
-        svc = self.service
         try:
             # Re-authorize and re-contain from the arguments, as on the first call: a grant
             # revoked meanwhile, or a changed configuration, stops the delete here.
@@ -303,7 +307,7 @@ class DeleteFlow:
                 loc = svc.locate(str(args["uri"]), Access.DELETE)
                 ws = loc.workspace
             else:
-                ws = svc.workspace(args.get("workspaceUri"), Access.DELETE, hinted=hinted)
+                ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
             if ws.name != sealed.workspace:
                 raise ConsentRefused(
                     "The workspace is no longer the one you confirmed; nothing was deleted."

@@ -24,7 +24,7 @@ from ..security.grants import Access, NotGranted, Workspace
 from .catalog import CatalogUnavailable
 from .indexer import until_indexed
 from .schema import Row
-from .service import NotesService, ServiceError
+from .service import Notes, NotesService, ServiceError
 from .store import display, iso_time
 
 JSONObject = dict[str, Any]
@@ -39,54 +39,21 @@ def mime_for(name: str) -> str:
 
 
 class NotesResources:
-    """A ResourceProvider over every workspace the principal may read."""
+    """A ResourceProvider over every workspace the request's principal may read."""
 
     def __init__(self, service: NotesService) -> None:
         self.service = service
 
-    def _readable(self) -> list[Any]:
-        return [ws for ws, _ in self.service.grants.granted(self.service.principal)]
+    def _acting(self, ctx: RequestContext) -> Notes:
+        return self.service.acting_for(ctx.principal, ctx.roots)
 
     async def list_resources(
         self, ctx: RequestContext, cursor: str | None
     ) -> tuple[list[JSONObject], str | None]:
-        for ws in await anyio.to_thread.run_sync(self._readable):
-            await self._indexed(ctx, ws)
-        return await anyio.to_thread.run_sync(self._list, cursor)
-
-    async def _indexed(self, ctx: RequestContext, ws: Workspace) -> None:
-        loc = self.service.relative(ws, "", allow_empty=True)
-        try:
-            catalog = await anyio.to_thread.run_sync(lambda: self.service.catalog(loc, fresh=True))
-        except ServiceError:
-            return  # the listing itself reports it
-        await until_indexed(catalog, ctx.report_progress)
-
-    def _list(self, cursor: str | None) -> tuple[list[JSONObject], str | None]:
-        start_ws, after = _decode(cursor) if cursor else (0, ())
-        workspaces = self._readable()
-        out: list[JSONObject] = []
-        for index in range(start_ws, len(workspaces)):
-            ws = workspaces[index]
-            begin = after if index == start_ws and after else None
-            try:
-                catalog = self.service.catalog(
-                    self.service.relative(ws, "", allow_empty=True), fresh=True
-                )
-                page = catalog.page((), begin, RESOURCES_PAGE - len(out))
-            except (ServiceError, CatalogUnavailable) as exc:
-                # Never an empty list that hides a failure: the client is told, and may retry.
-                raise InternalError(
-                    f"Listing the notes of workspace '{ws.name}' failed: {exc}"
-                ) from None
-            out.extend(_resource(ws, row) for row in page.rows)
-            if page.more and page.last:  # (short when stale rows were dropped)
-                return out, _encode(index, page.last)
-            if len(out) == RESOURCES_PAGE:
-                if index + 1 < len(workspaces):
-                    return out, _encode(index + 1, ())
-                return out, None
-        return out, None
+        notes = self._acting(ctx)
+        for ws in await anyio.to_thread.run_sync(notes.readable):
+            await _indexed(ctx, notes, ws)
+        return await anyio.to_thread.run_sync(_list, notes, cursor)
 
     async def list_templates(self, ctx: RequestContext) -> list[JSONObject]:
         return [
@@ -98,23 +65,13 @@ class NotesResources:
                 "description": "A note in this workspace, by its relative path.",
                 "mimeType": "text/markdown",
             }
-            for ws in self._readable()
+            for ws in self._acting(ctx).readable()
         ]
 
     async def read_resource(
         self, ctx: RequestContext, uri: str
     ) -> list[JSONObject] | InputRequired:
-        return await anyio.to_thread.run_sync(self._read, uri)
-
-    def _read(self, uri: str) -> list[JSONObject]:
-        try:
-            loc = self.service.locate(uri, Access.READ)
-            note = self.service.read_located(loc)
-        except (NotGranted, ServiceError):
-            # Outside the grants, malformed, missing or not a note: to the client these are
-            # all "no such resource" (and the message never tells which).
-            raise ResourceNotFound(uri) from None
-        return [{"uri": loc.uri, "mimeType": mime_for(loc.parts[-1]), "text": note.text}]
+        return await anyio.to_thread.run_sync(_read, self._acting(ctx), uri)
 
     async def complete(
         self,
@@ -129,20 +86,67 @@ class NotesResources:
         value = argument.get("value")
         if not isinstance(value, str):
             raise InvalidParams("argument.value must be a string")
-        for ws in self._readable():
+        notes = self._acting(ctx)
+        for ws in notes.readable():
             if template == ws.uri.rstrip("/") + "/{+" + TEMPLATE_ARGUMENT + "}":
-                await self._indexed(ctx, ws)
-                return await anyio.to_thread.run_sync(self._complete, ws, value)
+                await _indexed(ctx, notes, ws)
+                return await anyio.to_thread.run_sync(_complete, notes, ws, value)
         raise InvalidParams("Unknown resource template; use one from resources/templates/list.")
 
-    def _complete(self, ws: Workspace, prefix: str) -> tuple[list[str], int | None, bool]:
-        loc = self.service.relative(ws, "", allow_empty=True)
+
+async def _indexed(ctx: RequestContext, notes: Notes, ws: Workspace) -> None:
+    loc = notes.relative(ws, "", allow_empty=True)
+    try:
+        catalog = await anyio.to_thread.run_sync(lambda: notes.catalog(loc, fresh=True))
+    except ServiceError:
+        return  # the listing itself reports it
+    await until_indexed(catalog, ctx.report_progress)
+
+
+def _list(notes: Notes, cursor: str | None) -> tuple[list[JSONObject], str | None]:
+    start_ws, after = _decode(cursor) if cursor else (0, ())
+    workspaces = notes.readable()
+    out: list[JSONObject] = []
+    for index in range(start_ws, len(workspaces)):
+        ws = workspaces[index]
+        begin = after if index == start_ws and after else None
         try:
-            catalog = self.service.catalog(loc, fresh=True)
-            paths, total = catalog.complete(prefix, MAX_COMPLETIONS)
-        except (ServiceError, CatalogUnavailable):
-            return [], 0, False  # completion is a convenience; an unusable index offers none
-        return [display(p) for p in paths], total, total > len(paths)
+            catalog = notes.catalog(notes.relative(ws, "", allow_empty=True), fresh=True)
+            page = catalog.page((), begin, RESOURCES_PAGE - len(out))
+        except (ServiceError, CatalogUnavailable) as exc:
+            # Never an empty list that hides a failure: the client is told, and may retry.
+            raise InternalError(
+                f"Listing the notes of workspace '{ws.name}' failed: {exc}"
+            ) from None
+        out.extend(_resource(ws, row) for row in page.rows)
+        if page.more and page.last:  # (short when stale rows were dropped)
+            return out, _encode(index, page.last)
+        if len(out) == RESOURCES_PAGE:
+            if index + 1 < len(workspaces):
+                return out, _encode(index + 1, ())
+            return out, None
+    return out, None
+
+
+def _read(notes: Notes, uri: str) -> list[JSONObject]:
+    try:
+        loc = notes.locate(uri, Access.READ)
+        note = notes.read_located(loc)
+    except (NotGranted, ServiceError):
+        # Outside the grants, malformed, missing or not a note: to the client these are
+        # all "no such resource" (and the message never tells which).
+        raise ResourceNotFound(uri) from None
+    return [{"uri": loc.uri, "mimeType": mime_for(loc.parts[-1]), "text": note.text}]
+
+
+def _complete(notes: Notes, ws: Workspace, prefix: str) -> tuple[list[str], int | None, bool]:
+    loc = notes.relative(ws, "", allow_empty=True)
+    try:
+        catalog = notes.catalog(loc, fresh=True)
+        paths, total = catalog.complete(prefix, MAX_COMPLETIONS)
+    except (ServiceError, CatalogUnavailable):
+        return [], 0, False  # completion is a convenience; an unusable index offers none
+    return [display(p) for p in paths], total, total > len(paths)
 
 
 def _resource(ws: Workspace, row: Row) -> JSONObject:

@@ -1,10 +1,12 @@
 """The notes domain behind the tools: authorize, contain, then act through the store.
 
-Every public method here starts with authorization for the configured principal, then
-turns the caller's URI or relative path into components with layer 1 (:mod:`sandbox.uri`),
-and only then touches a workspace through its :class:`~fsnotes.notes.store.NoteStore`.
-Methods are synchronous (they do file I/O); the async tool handlers run them in a worker
-thread.
+:class:`NotesService` holds what every request shares and knows no principal;
+:meth:`NotesService.acting_for` gives one request's view, :class:`Notes`, for the principal
+its transport named. Every public method of :class:`Notes` starts with authorization for
+that principal, then turns the caller's URI or relative path into components with layer 1
+(:mod:`sandbox.uri`), and only then touches a workspace through its
+:class:`~fsnotes.notes.store.NoteStore`. Methods are synchronous (they do file I/O); the
+async tool handlers run them in a worker thread.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import contextlib
 import errno
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sandbox import errors as sx
@@ -118,26 +120,41 @@ class Located:
 
 @dataclass
 class NotesService:
+    """What every request shares: the grants, the workspaces' stores and their catalogs.
+
+    It knows no principal: each request gets its own view, :meth:`acting_for`, from what
+    its transport says about it (the principal, and a legacy session's roots).
+    """
+
     grants: Grants
-    principal: str
     stores: dict[str, NoteStore]  # by workspace name
     catalogs: Catalogs
-    root_hints: list[Components] = field(default_factory=list)
+
+    def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
+        """The notes as ``principal`` may use them, for one request. ``roots``: the roots a
+        legacy session's client reported (None for a modern, stateless request): hints
+        that may pick the default workspace among the granted ones, never add one."""
+        hints = None if roots is None else _root_hints(self.grants, principal, roots)
+        return Notes(self.grants, self.stores, self.catalogs, principal, hints)
+
+
+@dataclass(frozen=True)
+class Notes:
+    """One request's view of the notes: its principal, and its session's root hints."""
+
+    grants: Grants
+    stores: dict[str, NoteStore]
+    catalogs: Catalogs
+    principal: str
+    hints: tuple[Components, ...] | None = None  # None: no session, so no hints
 
     # --- scope ---------------------------------------------------------------------------
 
-    def workspace(
-        self, workspace_uri: str | None, needed: Access, *, hinted: bool = False
-    ) -> Workspace:
-        """The workspace a call names, or its default when it names none.
-
-        ``hinted``: the call comes from a legacy (2025-11-25) session, whose client roots may
-        pick the default. Modern requests are stateless and never inherit roots that an
-        earlier ``initialize`` on the same process delivered.
-        """
+    def workspace(self, workspace_uri: str | None, needed: Access) -> Workspace:
+        """The workspace a call names, or its default when it names none (where a legacy
+        session's roots may choose among several granted ones)."""
         if workspace_uri is None:
-            hints = self.root_hints if hinted else []
-            return self.grants.default_for(self.principal, needed, hints)
+            return self.grants.default_for(self.principal, needed, self.hints or ())
         return self.grants.authorize_workspace_uri(self.principal, workspace_uri, needed)
 
     def locate(self, uri: str, needed: Access) -> Located:
@@ -160,24 +177,8 @@ class NotesService:
             raise ServiceError(explain(exc)) from None
         return Located(ws, self.stores[ws.name], parts)
 
-    def set_root_hints(self, roots: Sequence[Any]) -> None:
-        """Roots from a legacy client: keep the ones inside granted workspaces, log the rest."""
-        granted = [ws for ws, _ in self.grants.granted(self.principal)]
-        hints: list[Components] = []
-        for root in roots:
-            uri = root.get("uri") if isinstance(root, dict) else None
-            try:
-                components = lexical.parse_file_uri(uri) if isinstance(uri, str) else None
-            except sx.SandboxError:
-                components = None
-            inside = components is not None and any(
-                _inside(ws.components, components) for ws in granted
-            )
-            if components is None or not inside:
-                log.warning("ignoring client root outside the granted workspaces: %r", uri)
-                continue
-            hints.append(components)
-        self.root_hints = hints
+    def readable(self) -> list[Workspace]:
+        return [ws for ws, _ in self.grants.granted(self.principal)]
 
     # --- tools ---------------------------------------------------------------------------
 
@@ -196,10 +197,8 @@ class NotesService:
         tag: str | None,
         cursor: str | None,
         limit: int | None,
-        *,
-        hinted: bool = False,
     ) -> NotesListResult:
-        ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
+        ws = self.workspace(workspace_uri, Access.READ)
         loc = self.relative(ws, folder or "", allow_empty=True)
         self.check_folder(loc)
         after = decode_cursor(cursor) if cursor is not None else None
@@ -253,10 +252,8 @@ class NotesService:
         folder: str | None,
         tag: str | None,
         limit: int | None,
-        *,
-        hinted: bool = False,
     ) -> NotesSearchResult:
-        ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
+        ws = self.workspace(workspace_uri, Access.READ)
         loc = self.relative(ws, folder or "", allow_empty=True)
         self.check_folder(loc)
         try:
@@ -288,10 +285,8 @@ class NotesService:
             index=index_info(found.status),
         )
 
-    def notes_create(
-        self, workspace_uri: str | None, path: str, content: str, *, hinted: bool = False
-    ) -> WriteResult:
-        ws = self.workspace(workspace_uri, Access.WRITE, hinted=hinted)
+    def notes_create(self, workspace_uri: str | None, path: str, content: str) -> WriteResult:
+        ws = self.workspace(workspace_uri, Access.WRITE)
         loc = self.relative(ws, path)
         try:
             etag, info = loc.store.create(loc.parts, content)
@@ -349,9 +344,9 @@ class NotesService:
 
     # --- helpers -------------------------------------------------------------------------
 
-    def workspace_catalog(self, workspace_uri: str | None, *, hinted: bool = False) -> Catalog:
+    def workspace_catalog(self, workspace_uri: str | None) -> Catalog:
         """The catalog of the workspace a read call names (authorized for reading)."""
-        ws = self.workspace(workspace_uri, Access.READ, hinted=hinted)
+        ws = self.workspace(workspace_uri, Access.READ)
         return self.catalog(self.relative(ws, "", allow_empty=True), fresh=True)
 
     def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
@@ -445,6 +440,24 @@ def _summary(ws: Workspace, row: Row) -> NoteSummary:
         modified=iso_time(row.mtime_ns),
         tags=list(row.tags),
     )
+
+
+def _root_hints(grants: Grants, principal: str, roots: Sequence[Any]) -> tuple[Components, ...]:
+    """The roots inside the principal's granted workspaces, as components (the rest, and
+    anything that is not a valid file:// URI, are ignored: roots are hints)."""
+    granted = [ws for ws, _ in grants.granted(principal)]
+    hints: list[Components] = []
+    for root in roots:
+        uri = root.get("uri") if isinstance(root, Mapping) else None
+        try:
+            components = lexical.parse_file_uri(uri) if isinstance(uri, str) else None
+        except sx.SandboxError:
+            components = None
+        if components is None or not any(_inside(ws.components, components) for ws in granted):
+            log.debug("ignoring client root outside the granted workspaces: %r", uri)
+            continue
+        hints.append(components)
+    return tuple(hints)
 
 
 def _inside(base: Components, target: Components) -> bool:

@@ -43,7 +43,7 @@ from .models import (
     WorkspacesListResult,
     WriteResult,
 )
-from .service import NotesService, ServiceError
+from .service import Notes, NotesService, ServiceError
 
 T = TypeVar("T")
 
@@ -69,68 +69,58 @@ async def _indexed(ctx: RequestContext, find: Callable[[], Catalog]) -> None:
     await until_indexed(catalog, ctx.report_progress)
 
 
-def _hinted(ctx: RequestContext) -> bool:
-    """Client roots may choose the default workspace only within a legacy session."""
-    return ctx.era == "legacy"
-
-
 def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, Any]]:
-    """The notes tools over one service (one principal's view of its workspaces)."""
+    """The notes tools. Each call acts as the principal its transport named, with its
+    session's roots as hints (``ctx.roots``; None for a stateless request)."""
+
+    def acting(ctx: RequestContext) -> Notes:
+        return service.acting_for(ctx.principal, ctx.roots)
 
     async def workspaces_list(ctx: RequestContext, a: WorkspacesListArgs) -> WorkspacesListResult:
-        return await _call(service.workspaces_list)
+        return await _call(acting(ctx).workspaces_list)
 
     async def notes_list(ctx: RequestContext, a: NotesListArgs) -> NotesListResult:
-        hinted = _hinted(ctx)
-        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=hinted))
+        notes = acting(ctx)
+        await _indexed(ctx, lambda: notes.workspace_catalog(a.workspaceUri))
         return await _call(
-            lambda: service.notes_list(
-                a.workspaceUri, a.folder, a.tag, a.cursor, a.limit, hinted=hinted
-            )
+            lambda: notes.notes_list(a.workspaceUri, a.folder, a.tag, a.cursor, a.limit)
         )
 
     async def notes_read(ctx: RequestContext, a: NotesReadArgs) -> NotesReadResult:
-        return await _call(lambda: service.notes_read(a.uri, a.startLine, a.endLine))
+        notes = acting(ctx)
+        return await _call(lambda: notes.notes_read(a.uri, a.startLine, a.endLine))
 
     async def notes_search(ctx: RequestContext, a: NotesSearchArgs) -> NotesSearchResult:
-        hinted = _hinted(ctx)
-        await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=hinted))
+        notes = acting(ctx)
+        await _indexed(ctx, lambda: notes.workspace_catalog(a.workspaceUri))
         return await _call(
-            lambda: service.notes_search(
-                a.workspaceUri, a.query, a.folder, a.tag, a.limit, hinted=hinted
-            )
+            lambda: notes.notes_search(a.workspaceUri, a.query, a.folder, a.tag, a.limit)
         )
 
     async def notes_create(ctx: RequestContext, a: NotesCreateArgs) -> WriteResult:
-        hinted = _hinted(ctx)
-        return await _call(
-            lambda: service.notes_create(a.workspaceUri, a.path, a.content, hinted=hinted)
-        )
+        notes = acting(ctx)
+        return await _call(lambda: notes.notes_create(a.workspaceUri, a.path, a.content))
 
     async def notes_update(ctx: RequestContext, a: NotesUpdateArgs) -> WriteResult:
+        notes = acting(ctx)
         edits = [(e.oldText, e.newText) for e in a.edits] if a.edits is not None else None
-        return await _call(lambda: service.notes_update(a.uri, a.content, edits, a.etag))
+        return await _call(lambda: notes.notes_update(a.uri, a.content, edits, a.etag))
 
     async def notes_move(ctx: RequestContext, a: NotesMoveArgs) -> MoveResult:
-        return await _call(lambda: service.notes_move(a.uri, a.newPath, a.etag))
+        notes = acting(ctx)
+        return await _call(lambda: notes.notes_move(a.uri, a.newPath, a.etag))
 
     async def notes_delete(ctx: RequestContext, a: NotesDeleteArgs) -> DeleteResult | InputRequired:
-        if ctx.era == "legacy" and not ctx.supports_elicitation("form"):
-            # The modern era answers -32021 (the core does that for an InputRequired the
-            # request's capabilities cannot carry); a legacy host gets a sentence instead.
-            raise ToolError(
-                "This host cannot ask you for confirmation (it did not declare form "
-                "elicitation), and fsnotes deletes nothing without a person's confirmation; "
-                "delete the note in your file manager instead."
-            )
+        # A host that cannot show the form gets the form's own 'unavailable' sentence from
+        # the core (2025-11-25) or -32021 (2026-07-28): nothing is deleted either way.
+        notes = acting(ctx)
         bound = a.model_dump(mode="json", exclude_none=True)
         state = ctx.request_state
-        hinted = _hinted(ctx)
         if a.title is not None and state is None:
-            await _indexed(ctx, lambda: service.workspace_catalog(a.workspaceUri, hinted=hinted))
+            await _indexed(ctx, lambda: notes.workspace_catalog(a.workspaceUri))
         if state is None:
-            return await _call(lambda: deletes.ask(bound, hinted=hinted))
-        return await _call(lambda: deletes.resume(bound, state, ctx.input_responses, hinted=hinted))
+            return await _call(lambda: deletes.ask(notes, bound))
+        return await _call(lambda: deletes.resume(notes, bound, state, ctx.input_responses))
 
     return [
         Tool(

@@ -383,8 +383,8 @@ class Dispatcher:
         return session.want_roots()
 
     async def refresh_roots(self, session: Session, channel: Channel) -> None:
-        """Ask the client for its roots once, and keep them in ``session`` (also handing them to
-        the deprecated :attr:`App.on_roots`). Errors and timeouts are logged: roots are hints."""
+        """Ask the client for its roots once, and keep them in ``session`` (requests read them
+        as :attr:`RequestContext.roots`). Errors and timeouts are logged: roots are hints."""
         reply = await channel.ask("roots/list", None, self.asking.roots_timeout)
         result = reply.get("result") if reply else None
         roots = result.get("roots") if isinstance(result, dict) else None
@@ -393,8 +393,3 @@ class Dispatcher:
             return
         objects = [r for r in roots if isinstance(r, dict)]
         session.record_roots(objects)
-        if self.app.on_roots is not None:
-            try:
-                await self.app.on_roots(objects)
-            except Exception:
-                _log.exception("on_roots failed; roots are hints, ignoring")

@@ -445,12 +445,6 @@ class App:
     instructions: str | None
     tools: Sequence[Tool[Any, Any]]
     resources: ResourceProvider | None = None
-    # Legacy only: after notifications/initialized (if the client declared roots) and after each
-    # notifications/roots/list_changed the core asks roots/list, keeps the roots in the session
-    # (RequestContext.roots) and also hands them here. Errors and timeouts are logged on stderr
-    # and ignored: roots are hints. Deprecated: read RequestContext.roots instead; it is kept
-    # only until the notes service does (a value stored here is shared by every session).
-    on_roots: Callable[[list[JSONObject]], Awaitable[None]] | None = None
     prompts: PromptProvider | None = None
     # Entered by the transport around serving and left when it stops: for background
     # services that live as long as the server (e.g. the setup page). Its failure on entry

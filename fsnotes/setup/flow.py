@@ -58,11 +58,11 @@ from ..protocol.registry import (
     URLElicitationRequired,
 )
 from ..security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
-from ..security.grants import Access
+from ..security.grants import Access, Grants
 from ..security.seal import Sealer
 from ..security.shown import shown
 from .policy import PageUnavailable
-from .runtime import NotGrantable, RuntimeScope, Served, Target
+from .runtime import NotGrantable, RuntimeScope, Target
 from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
 
 log = logging.getLogger("fsnotes.setup")
@@ -135,7 +135,7 @@ class SetupFlow:
     def __init__(
         self,
         *,
-        service: Served,
+        grants: Grants,
         scope: RuntimeScope,
         store: SetupStore,
         sealer: Sealer,
@@ -143,7 +143,7 @@ class SetupFlow:
         grant_command: str,
         start_page: PageStarter | None,
     ) -> None:
-        self.service = service
+        self.grants = grants  # the whole table: each request is checked for its principal
         self.scope = scope
         self.store = store
         self.sealer = sealer
@@ -182,20 +182,20 @@ class SetupFlow:
 
     # --- the tool ------------------------------------------------------------------------
 
-    def command_for(self, target: Target, access: Access) -> str:
+    def command_for(self, principal: str, target: Target, access: Access) -> str:
         return (
             f"{self.grant_command} --workspace {shlex.quote(target.path)} "
-            f"--principal {shlex.quote(self.service.principal)} --access {access.label}"
+            f"--principal {shlex.quote(principal)} --access {access.label}"
         )
 
-    def at_terminal(self, target: Target, access: Access) -> str:
+    def at_terminal(self, principal: str, target: Target, access: Access) -> str:
         """Print the exact ``fsnotes grant`` command for the operator; return what the client
         may be told. The command names the state directory and the allowlist, host paths the
         caller never sent (and the state directory is where the setup code lies), so it goes
         to stderr, which the person who runs fsnotes reads and the client does not."""
         log.warning(
             "notes_setup: to grant this at a terminal instead, run: %s",
-            self.command_for(target, access),
+            self.command_for(principal, target, access),
         )
         return (
             "The person who runs fsnotes can grant it at a terminal instead, with the exact "
@@ -221,7 +221,7 @@ class SetupFlow:
         uri = lexical.to_file_uri(components)
         first_round = ctx.request_state is None and ctx.input_responses is None
         if first_round:
-            held = await anyio.to_thread.run_sync(self._held, components, access)
+            held = await anyio.to_thread.run_sync(self._held, ctx.principal, components, access)
             if held is not None:
                 return held
         try:
@@ -232,7 +232,7 @@ class SetupFlow:
             raise MissingCapability(
                 "Connecting a folder needs the person to open this server's setup page, and "
                 "this client cannot open URLs (it did not declare elicitation URL mode). "
-                + self.at_terminal(target, access),
+                + self.at_terminal(ctx.principal, target, access),
                 required={"elicitation": {"url": {}}},
             )
         arguments = {"workspaceUri": uri, "access": access.label}
@@ -240,9 +240,11 @@ class SetupFlow:
             return await self._start(ctx, target, access, arguments)
         return await self._resume(ctx, target, access, arguments)
 
-    def _held(self, components: tuple[str, ...], access: Access) -> ToolResult | None:
-        """A result when the principal already has this access there, else ``None``."""
-        for ws, have in self.service.grants.granted(self.service.principal):
+    def _held(
+        self, principal: str, components: tuple[str, ...], access: Access
+    ) -> ToolResult | None:
+        """A result when ``principal`` already has this access there, else ``None``."""
+        for ws, have in self.grants.granted(principal):
             if have < access:
                 continue
             if ws.components == components:
@@ -267,7 +269,7 @@ class SetupFlow:
     async def _start(
         self, ctx: RequestContext, target: Target, access: Access, arguments: dict[str, Any]
     ) -> InputRequired:
-        principal = self.service.principal
+        principal = ctx.principal
         try:
             setup = await anyio.to_thread.run_sync(
                 lambda: self.store.start(
@@ -288,10 +290,11 @@ class SetupFlow:
             except PageUnavailable as exc:
                 await anyio.to_thread.run_sync(self.store.cancel, setup.id, principal)
                 raise ToolError(
-                    f"The setup page cannot start ({exc}). " + self.at_terminal(target, access)
+                    f"The setup page cannot start ({exc}). "
+                    + self.at_terminal(principal, target, access)
                 ) from None
         request = self._elicitation(setup, target)
-        if ctx.era == "legacy":
+        if ctx.asks_live:
             # Registered now, not after the host's answer: the person may approve first.
             self._remember_notifier(ctx, setup.id)
             if self._is_live(setup.id):
@@ -333,11 +336,9 @@ class SetupFlow:
             elicitation_id=setup.id,
         )
 
-    def _binding(self, arguments: Mapping[str, Any]) -> Binding:
-        return Binding.of_call(self.service.principal, TOOL_NAME, arguments, PHASE)
-
     def _seal(self, setup: Setup, arguments: Mapping[str, Any]) -> str:
-        state = SetupState(self._binding(arguments), setup.id, int(setup.expires) + 1)
+        binding = Binding.of_call(setup.principal, TOOL_NAME, arguments, PHASE)
+        state = SetupState(binding, setup.id, int(setup.expires) + 1)
         return self.sealer.seal(state.encode())
 
     def _remember_notifier(self, ctx: RequestContext, setup_id: str) -> None:
@@ -355,7 +356,7 @@ class SetupFlow:
                 ctx.request_state,
                 now=self.clock(),
                 decode=SetupState.decode,
-                expected=self._binding(arguments),
+                expected=Binding.of_call(ctx.principal, TOOL_NAME, arguments, PHASE),
                 subject=SUBJECT,
             )
         except ConsentRefused as exc:
@@ -366,7 +367,7 @@ class SetupFlow:
         setup = await anyio.to_thread.run_sync(self.store.get, sealed.setup_id)
         if (
             setup is None
-            or setup.principal != self.service.principal
+            or setup.principal != ctx.principal
             or setup.path != target.path
             or setup.access != access
         ):
@@ -375,7 +376,7 @@ class SetupFlow:
             answer = answer_of(ctx.input_responses, SETUP_KEY, SUBJECT)
         except ConsentRefused as exc:
             raise ToolError(str(exc)) from None
-        if ctx.era == "legacy":
+        if ctx.asks_live:
             # No await from here to the wait below: a concurrent call never sees this setup
             # between "asked" and "waited on".
             self._answered(setup.id)
@@ -392,7 +393,7 @@ class SetupFlow:
                 target.uri,
                 access,
             )
-        if ctx.era == "legacy":
+        if ctx.asks_live:
             self._live_waits[setup.id] = self._live_waits.get(setup.id, 0) + 1
             try:
                 setup = await self._wait(setup, setup.expires - self.clock())
@@ -438,7 +439,9 @@ class SetupFlow:
         status = setup.status
         if status is SetupStatus.APPROVED:
             await anyio.to_thread.run_sync(self.scope.sync)
-            held = await anyio.to_thread.run_sync(self._held, target.components, access)
+            held = await anyio.to_thread.run_sync(
+                self._held, setup.principal, target.components, access
+            )
             if held is None:
                 raise ToolError(
                     "The setup was approved, but the grant is not in effect (the configuration "

@@ -36,7 +36,7 @@ from ..security.grants import Grant, Grants, Workspace
 from ..security.seal import Sealer
 from .flow import SetupFlow, build_setup_tool
 from .policy import SetupPolicy
-from .runtime import NotGrantable, RuntimeScope, Served
+from .runtime import NotGrantable, RuntimeScope
 from .store import Setup, SetupStore, SetupStoreBusy
 
 if TYPE_CHECKING:
@@ -79,7 +79,6 @@ def build_setup(
     *,
     policy: SetupPolicy,
     state_dir: Path,
-    principal: str,
     workspaces: Sequence[Workspace],
     grants: Iterable[Grant],
     stores: dict[str, NoteStore],
@@ -122,7 +121,7 @@ def build_setup(
                 scope.sync()  # the granted folders opened now, before the jail goes up
                 runner = _page_runner(policy, state_dir, store, scope, lambda: flow)
             flow = SetupFlow(
-                service=Served(principal, table),
+                grants=table,
                 scope=scope,
                 store=store,
                 sealer=sealer,

@@ -30,7 +30,7 @@ from sandbox import uri as lexical
 from sandbox.root import Root
 
 from ..notes.store import NoteStore
-from ..security.grants import Access, Grant, Grants, RuntimeLayer, Workspace
+from ..security.grants import Access, Grant, RuntimeLayer, Workspace
 from ..security.shown import has_hidden
 from .policy import SetupPolicy
 from .store import SetupStore, StoredGrant
@@ -48,15 +48,6 @@ class Target:
     path: str  # absolute host path, '/'-joined components
     uri: str
     configured: Workspace | None  # the configured workspace it is, if any
-
-
-@dataclass(frozen=True)
-class Served:
-    """Whom this process serves, and its whole authorization table (configured and run-time
-    grants): what the setup flow checks a request against."""
-
-    principal: str
-    grants: Grants
 
 
 class NotGrantable(Exception):

@@ -20,7 +20,7 @@ from fsnotes.server import Server, build
 
 
 def catalog_of(server: Server) -> Catalog:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     ws = svc.grants.all_workspaces()[0]
     return svc.catalogs.of(ws, svc.stores[ws.name])
 
@@ -36,7 +36,9 @@ def test_a_title_match_ranks_above_a_body_full_of_the_word(server: Server, vault
     (vault / "garden").mkdir()
     (vault / "garden" / "shed.md").write_text("# Shed\n\n" + "Timber and paint. " * 60)
     (vault / "shopping.md").write_text("# Shopping\n\nshed shed shed shed shed\n")
-    found = server.service.notes_search(None, "shed", None, None, None)
+    found = server.service.acting_for(server.config.principal).notes_search(
+        None, "shed", None, None, None
+    )
     assert paths(found)[:2] == ["garden/shed.md", "shopping.md"]
     scores = [r.score for r in found.results]  # type: ignore[index]
     assert scores == sorted(scores, reverse=True)
@@ -48,7 +50,7 @@ def test_beyond_the_ranking_window_title_matches_still_come_first_and_total_is_e
 ) -> None:
     monkeypatch.setattr(ranking, "RANK_WINDOW", 3)
     (vault / "old.md").write_text("# Kettle\n\nAn old note.\n")
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     svc.notes_search(None, "kettle", None, None, None)  # indexes old.md first (oldest rowid)
     for i in range(8):
         (vault / f"n{i}.md").write_text(f"# Note {i}\n\nThe kettle, again.\n")
@@ -62,7 +64,9 @@ def test_every_hit_has_an_excerpt_on_the_line_of_its_match(server: Server, vault
     (vault / "long.md").write_text(
         "---\ntags: [x]\n---\n# Long\n\n" + "filler words here\n" * 40 + "the copper kettle\n"
     )
-    found = server.service.notes_search(None, '"copper kettle"', None, None, None)
+    found = server.service.acting_for(server.config.principal).notes_search(
+        None, '"copper kettle"', None, None, None
+    )
     [hit] = found.results  # type: ignore[misc]
     [snippet] = hit.snippets
     assert snippet.text.endswith("the **copper kettle**")  # a phrase is marked as one
@@ -96,21 +100,25 @@ def test_every_hit_has_an_excerpt_on_the_line_of_its_match(server: Server, vault
 def test_fts_syntax_in_a_query_is_just_words(server: Server, vault: Path, query: str) -> None:
     # A note holding the query's text literally: its words, in order, are all there.
     (vault / "literal.md").write_text(f"# Literal\n\n{query} friday\n")
-    found = server.service.notes_search(None, query, None, None, None)
+    found = server.service.acting_for(server.config.principal).notes_search(
+        None, query, None, None, None
+    )
     assert "literal.md" in paths(found)
 
 
 @pytest.mark.parametrize("query", ["***", '""', "()", "-- ::", "a*", "\ue000\x00"])
 def test_a_query_without_words_is_one_sentence_with_a_hint(server: Server, query: str) -> None:
     with pytest.raises(ServiceError) as raised:
-        server.service.notes_search(None, query, None, None, None)
+        server.service.acting_for(server.config.principal).notes_search(
+            None, query, None, None, None
+        )
     message = str(raised.value)
     assert message.endswith(".") and "sqlite" not in message.lower() and "fts5" not in message
 
 
 def test_fts_syntax_in_note_content_is_just_text(server: Server, vault: Path) -> None:
     (vault / "syntax.md").write_text('# Syntax\n\nNEAR("x" y) AND {title}:* "quoted" OR ^zinc\n')
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     assert paths(svc.notes_search(None, "zinc", None, None, None)) == ["syntax.md"]
     assert paths(svc.notes_search(None, '"quoted or zinc"', None, None, None)) == ["syntax.md"]
     assert paths(svc.notes_search(None, "near", None, None, None)) == ["syntax.md"]
@@ -122,9 +130,16 @@ def test_the_index_scope_words_cannot_be_reached_from_a_query(server: Server) ->
     from fsnotes.notes.schema import key_of, scope_token
 
     token = scope_token("f", key_of(("projects",)))
-    assert server.service.notes_search(None, token, None, None, None).total == 0
+    assert (
+        server.service.acting_for(server.config.principal)
+        .notes_search(None, token, None, None, None)
+        .total
+        == 0
+    )
     with pytest.raises(ServiceError):
-        server.service.notes_search(None, token[:2] + "*", None, None, None)
+        server.service.acting_for(server.config.principal).notes_search(
+            None, token[:2] + "*", None, None, None
+        )
 
 
 # --- listing -------------------------------------------------------------------------------
@@ -133,7 +148,7 @@ def test_the_index_scope_words_cannot_be_reached_from_a_query(server: Server) ->
 def test_a_cursor_stays_valid_while_notes_are_added_and_removed(
     server: Server, vault: Path
 ) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     first = svc.notes_list(None, None, None, None, 2)
     assert [n.path for n in first.notes] == ["inbox.md", "journal/2026-11-28.md"]
     (vault / "aaa.md").write_text("# before the cursor\n")  # sorts before: never shown now
@@ -148,7 +163,7 @@ def test_a_cursor_stays_valid_while_notes_are_added_and_removed(
 
 
 def test_a_tag_filter_matches_nested_tags_and_case(server: Server) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     listed = [n.path for n in svc.notes_list(None, None, "WORK", None, None).notes]
     assert listed == ["projects/budget.md", "projects/plan.md"]
     nested = [n.path for n in svc.notes_list(None, None, "#work/money", None, None).notes]
@@ -165,7 +180,7 @@ def test_a_tag_on_few_or_many_notes_lists_the_same_pages(
     monkeypatch.setattr(index, "RARE_TAG_NOTES", rare_below)  # 0: every tag is "common"
     for i in range(7):
         (vault / f"t{i}.md").write_text(f"# t{i}\n\n#work/sub{i % 2}\n")
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     pages, cursor = [], None
     while True:
         page = svc.notes_list(None, None, "work", cursor, 3)
@@ -181,7 +196,9 @@ def test_a_tag_on_few_or_many_notes_lists_the_same_pages(
 
 
 def test_results_say_how_complete_the_index_is(server: Server) -> None:
-    page = server.service.notes_list(None, None, None, None, None)
+    page = server.service.acting_for(server.config.principal).notes_list(
+        None, None, None, None, None
+    )
     assert page.index.model_dump(exclude_none=True) == {
         "complete": True,
         "indexedNotes": 5,
@@ -232,7 +249,11 @@ def test_a_file_that_is_not_a_note_is_not_read_again_until_it_changes(
     (vault / "latin1.md").write_text("# café\n")
     fixed = catalog.rescan()
     assert fixed is not None and fixed.indexed == 1
-    assert paths(server.service.notes_search(None, "cafe", None, None, None)) == ["latin1.md"]
+    assert paths(
+        server.service.acting_for(server.config.principal).notes_search(
+            None, "cafe", None, None, None
+        )
+    ) == ["latin1.md"]
 
 
 def test_a_folder_too_deep_for_any_uri_is_skipped_and_counted(server: Server, vault: Path) -> None:
@@ -241,7 +262,7 @@ def test_a_folder_too_deep_for_any_uri_is_skipped_and_counted(server: Server, va
     (deep / "lost.md").write_text("# unreachable plan\n")
     ok = vault.joinpath(*["d"] * 127)
     (ok / "kept.md").write_text("# deep plan\n")
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     found = svc.notes_search(None, "deep", None, None, None)
     assert paths(found) == ["/".join(["d"] * 127 + ["kept.md"])]
     assert found.index.skippedFolders == 1  # type: ignore[index]
@@ -270,7 +291,16 @@ def test_a_damaged_or_outdated_index_is_rebuilt_and_logged(
     state = tmp_path / "state"
     cfg = load(workspaces=[str(vault)], state_dir=str(state), principal="ada", env={})
     first = build(cfg)
-    assert len(paths(first.service.notes_search(None, "plan", None, None, None))) == 4
+    assert (
+        len(
+            paths(
+                first.service.acting_for(first.config.principal).notes_search(
+                    None, "plan", None, None, None
+                )
+            )
+        )
+        == 4
+    )
     first.close()
     path = _index_file(state)
     for suffix in ("-wal", "-shm"):
@@ -289,15 +319,21 @@ def test_a_damaged_or_outdated_index_is_rebuilt_and_logged(
     caplog.set_level(logging.WARNING, logger="fsnotes.index")
     again = build(cfg)
     try:
-        found = again.service.notes_search(None, "plan", None, None, None)
+        found = again.service.acting_for(again.config.principal).notes_search(
+            None, "plan", None, None, None
+        )
         if damage == "truncate" and not found.results:
             # A truncation SQLite only notices when a query reads the lost pages: that
             # query says the index is being rebuilt; the next one is complete again.
-            found = again.service.notes_search(None, "plan", None, None, None)
+            found = again.service.acting_for(again.config.principal).notes_search(
+                None, "plan", None, None, None
+            )
         assert len(paths(found)) == 4
     except ServiceError as exc:
         assert "rebuilt" in str(exc)
-        found = again.service.notes_search(None, "plan", None, None, None)
+        found = again.service.acting_for(again.config.principal).notes_search(
+            None, "plan", None, None, None
+        )
         assert len(paths(found)) == 4
     finally:
         again.close()
@@ -308,13 +344,13 @@ def test_a_damaged_or_outdated_index_is_rebuilt_and_logged(
 def test_an_index_follows_the_workspace_directory_not_its_path(vault: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = build(load(workspaces=[str(vault)], state_dir=str(state), principal="a", env={}))
-    first.service.notes_list(None, None, None, None, None)
+    first.service.acting_for(first.config.principal).notes_list(None, None, None, None, None)
     first.close()
     moved = tmp_path / "renamed"
     vault.rename(moved)
     second = build(load(workspaces=[str(moved)], state_dir=str(state), principal="a", env={}))
     try:
-        second.service.notes_list(None, None, None, None, None)
+        second.service.acting_for(second.config.principal).notes_list(None, None, None, None, None)
     finally:
         second.close()
     assert len(list((state / "index").glob("ws-*.sqlite3"))) == 1
@@ -322,14 +358,19 @@ def test_an_index_follows_the_workspace_directory_not_its_path(vault: Path, tmp_
     other.mkdir()  # a new directory at the old path: its own, empty index
     third = build(load(workspaces=[str(other)], state_dir=str(state), principal="a", env={}))
     try:
-        assert third.service.notes_list(None, None, None, None, None).notes == []
+        assert (
+            third.service.acting_for(third.config.principal)
+            .notes_list(None, None, None, None, None)
+            .notes
+            == []
+        )
     finally:
         third.close()
     assert len(list((state / "index").glob("ws-*.sqlite3"))) == 2
 
 
 def test_index_files_are_private(server: Server, tmp_path: Path) -> None:
-    server.service.notes_list(None, None, None, None, None)
+    server.service.acting_for(server.config.principal).notes_list(None, None, None, None, None)
     folder = tmp_path / "state" / "index"
     assert folder.stat().st_mode & 0o777 == 0o700
     for entry in folder.iterdir():

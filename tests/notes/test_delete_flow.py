@@ -16,7 +16,7 @@ import pytest
 from fsnotes.config import load
 from fsnotes.notes.confirm import CONFIRM_KEY, STATE_LIFETIME_S
 from fsnotes.notes.models import DeleteResult
-from fsnotes.notes.service import ServiceError
+from fsnotes.notes.service import Notes, ServiceError
 from fsnotes.protocol.registry import ElicitForm, InputRequired
 from fsnotes.security.consent import ConsentRefused
 from fsnotes.security.grants import NotGranted
@@ -41,14 +41,19 @@ def settle(call: Callable[[], InputRequired | DeleteResult]) -> InputRequired | 
     return Outcome(body=out.model_dump(exclude_none=True))
 
 
+def ada(server: Server) -> Notes:
+    """The service acting for the principal the test server is configured with."""
+    return server.service.acting_for(server.config.principal)
+
+
 def resume(
     server: Server, args: dict[str, Any], state: str, responses: dict[str, Any] | None
 ) -> InputRequired | Outcome:
-    return settle(lambda: server.deletes.resume(args, state, responses))
+    return settle(lambda: server.deletes.resume(ada(server), args, state, responses))
 
 
 def ask(server: Server, args: dict[str, Any]) -> InputRequired:
-    out = server.deletes.ask(args)
+    out = server.deletes.ask(ada(server), args)
     assert isinstance(out, InputRequired), out
     return out
 
@@ -85,7 +90,7 @@ def test_single_uri_candidate_still_asks(server: Server, vault: Path) -> None:
 
 
 def test_zero_candidates_is_an_error(server: Server) -> None:
-    out = settle(lambda: server.deletes.ask({"title": "no such title anywhere"}))
+    out = settle(lambda: server.deletes.ask(ada(server), {"title": "no such title anywhere"}))
     assert isinstance(out, Outcome) and out.error and "No note" in out.error
 
 

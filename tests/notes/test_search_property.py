@@ -216,7 +216,9 @@ def test_search_results_equal_a_brute_force_scan(
                         for c in ("title", "path")
                     )
                     expected[path] = tier
-            found = server.service.notes_search(None, query, folder, tag, 50)
+            found = server.service.acting_for(server.config.principal).notes_search(
+                None, query, folder, tag, 50
+            )
             paths = [r.path for r in found.results]
             assert set(paths) == set(expected), (query, folder, tag)
             assert found.total == len(expected)

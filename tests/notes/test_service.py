@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsnotes.notes.resources import NotesResources
+from fsnotes.notes.resources import _list as list_resources
 from fsnotes.notes.service import ServiceError
 from fsnotes.notes.store import etag_of
 from fsnotes.security.grants import NotGranted
@@ -19,13 +19,13 @@ def uri(vault: Path, rel: str) -> str:
 
 
 def test_workspaces_list(server: Server, vault: Path) -> None:
-    assert server.service.workspaces_list().model_dump()["workspaces"] == [
-        {"uri": vault.as_uri(), "name": "notes", "access": "delete"}
-    ]
+    assert server.service.acting_for(server.config.principal).workspaces_list().model_dump()[
+        "workspaces"
+    ] == [{"uri": vault.as_uri(), "name": "notes", "access": "delete"}]
 
 
 def test_list_skips_hidden_non_notes_and_paginates(server: Server, vault: Path) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     page = svc.notes_list(None, None, None, None, 2)
     assert [n.path for n in page.notes] == ["inbox.md", "journal/2026-11-28.md"]
     rest = svc.notes_list(None, None, None, page.nextCursor, 10)
@@ -52,7 +52,7 @@ def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault
     os.mkdir(os.fsencode(vault / "dir") + b"\xff")
     with open(os.fsencode(vault) + b"/dir\xff/latin1-\xe9.md", "w") as f:
         f.write("# plan l\n")
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     listed = [n.path for n in svc.notes_list(None, None, None, None, None).notes]
     assert listed == [
         "inbox.md",
@@ -68,7 +68,7 @@ def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault
         "readme.txt",
         "journal/2026-11-28.md",
     }
-    resources, _cursor = NotesResources(svc)._list(None)
+    resources, _cursor = list_resources(svc, None)
     assert [r["name"] for r in resources] == listed
 
 
@@ -87,7 +87,9 @@ def _long_note_path(vault: Path) -> list[str]:
 def test_create_refuses_a_path_whose_uri_would_be_too_long(server: Server, vault: Path) -> None:
     names = _long_note_path(vault)
     with pytest.raises(ServiceError, match="path is"):
-        server.service.notes_create(None, "/".join(names), "# long\n")
+        server.service.acting_for(server.config.principal).notes_create(
+            None, "/".join(names), "# long\n"
+        )
     assert not (vault / names[0]).exists()
 
 
@@ -105,7 +107,7 @@ def test_a_note_too_deep_for_a_uri_does_not_break_listing(server: Server, vault:
         os.close(os.open(names[-1], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
     finally:
         os.close(fd)
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     listed = [n.path for n in svc.notes_list(None, None, None, None, None).notes]
     assert listed == [
         "inbox.md",
@@ -115,21 +117,27 @@ def test_a_note_too_deep_for_a_uri_does_not_break_listing(server: Server, vault:
         "readme.txt",
     ]
     assert svc.notes_search(None, "plan", None, None, None).total == 4
-    resources, _cursor = NotesResources(svc)._list(None)
+    resources, _cursor = list_resources(svc, None)
     assert [r["name"] for r in resources] == listed
 
 
 def test_read_full_and_range(server: Server, vault: Path) -> None:
-    out = server.service.notes_read(uri(vault, "projects/plan.md"), None, None)
+    out = server.service.acting_for(server.config.principal).notes_read(
+        uri(vault, "projects/plan.md"), None, None
+    )
     assert out.title == "Project plan"
     assert out.tags == ["work"]
     assert out.etag == etag_of((vault / "projects/plan.md").read_bytes())
     assert {"type": "wikilink", "target": "Budget"} in [link.model_dump() for link in out.links]
-    part = server.service.notes_read(uri(vault, "projects/plan.md"), 7, 8)
+    part = server.service.acting_for(server.config.principal).notes_read(
+        uri(vault, "projects/plan.md"), 7, 8
+    )
     assert part.content == "Ship the plan by Friday.\nSee [[Budget]]."
     assert part.totalLines == 8
     with pytest.raises(ServiceError, match="outside the note"):
-        server.service.notes_read(uri(vault, "projects/plan.md"), 50, None)
+        server.service.acting_for(server.config.principal).notes_read(
+            uri(vault, "projects/plan.md"), 50, None
+        )
 
 
 @pytest.mark.parametrize(
@@ -149,7 +157,7 @@ def test_read_full_and_range(server: Server, vault: Path) -> None:
 def test_read_refuses_escapes_and_non_notes(server: Server, vault: Path, bad: str) -> None:
     target = bad.replace("{vault}", vault.as_uri())
     with pytest.raises((ServiceError, NotGranted)) as info:
-        server.service.notes_read(target, None, None)
+        server.service.acting_for(server.config.principal).notes_read(target, None, None)
     # never a host path the caller did not send
     assert str(vault.parent / "outside") not in str(info.value)
 
@@ -157,22 +165,33 @@ def test_read_refuses_escapes_and_non_notes(server: Server, vault: Path, bad: st
 def test_symlinked_note_is_never_followed(server: Server, vault: Path) -> None:
     os.symlink(vault.parent / "outside" / "secret.md", vault / "link.md")
     with pytest.raises(ServiceError, match=r"symbolic link|not a regular"):
-        server.service.notes_read(uri(vault, "link.md"), None, None)
+        server.service.acting_for(server.config.principal).notes_read(
+            uri(vault, "link.md"), None, None
+        )
 
 
 def test_search_ranks_title_matches_first(server: Server, vault: Path) -> None:
-    out = server.service.notes_search(None, "plan", None, None, None)
+    out = server.service.acting_for(server.config.principal).notes_search(
+        None, "plan", None, None, None
+    )
     paths = [r.path for r in out.results]
     assert paths[0] == "projects/plan.md"
     assert set(paths) >= {"projects/budget.md", "readme.txt", "journal/2026-11-28.md"}
     assert out.results[0].snippets[0].line >= 1
-    only_work = server.service.notes_search(None, "plan", None, "work", None)
+    only_work = server.service.acting_for(server.config.principal).notes_search(
+        None, "plan", None, "work", None
+    )
     assert [r.path for r in only_work.results] == ["projects/plan.md", "projects/budget.md"]
-    assert server.service.notes_search(None, "plan zebra", None, None, None).results == []
+    assert (
+        server.service.acting_for(server.config.principal)
+        .notes_search(None, "plan zebra", None, None, None)
+        .results
+        == []
+    )
 
 
 def test_create_refuses_overwrite_and_bad_paths(server: Server, vault: Path) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     out = svc.notes_create(None, "new/deep/idea.md", "# Idea\n")
     assert (vault / "new/deep/idea.md").read_text() == "# Idea\n"
     assert out.uri == uri(vault, "new/deep/idea.md")
@@ -190,12 +209,14 @@ def test_create_through_dangling_symlink_creates_nothing_outside(
 ) -> None:
     os.symlink(vault.parent / "outside" / "planted.md", vault / "dangling.md")
     with pytest.raises(ServiceError):
-        server.service.notes_create(None, "dangling.md", "pwned")
+        server.service.acting_for(server.config.principal).notes_create(
+            None, "dangling.md", "pwned"
+        )
     assert not (vault.parent / "outside" / "planted.md").exists()
 
 
 def test_update_with_stale_etag_writes_nothing(server: Server, vault: Path) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     u = uri(vault, "inbox.md")
     etag = svc.notes_read(u, None, None).etag
     new = svc.notes_update(u, "# Inbox\n\nnew\n", None, etag)
@@ -207,7 +228,7 @@ def test_update_with_stale_etag_writes_nothing(server: Server, vault: Path) -> N
 
 
 def test_edits_must_match_exactly_once(server: Server, vault: Path) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     u = uri(vault, "inbox.md")
     before = (vault / "inbox.md").read_text()
     with pytest.raises(ServiceError, match="2 times"):
@@ -220,7 +241,7 @@ def test_edits_must_match_exactly_once(server: Server, vault: Path) -> None:
 
 
 def test_move_never_overwrites_and_checks_etag(server: Server, vault: Path) -> None:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     u = uri(vault, "readme.txt")
     etag = svc.notes_read(u, None, None).etag
     with pytest.raises(ServiceError, match="already exists"):
@@ -244,7 +265,11 @@ def test_read_only_grant_refuses_writes(vault: Path, tmp_path: Path, resolver: s
     )
     try:
         with pytest.raises(NotGranted, match="needs 'write'"):
-            srv.service.notes_create(None, "x.md", "x")
-        assert srv.service.notes_list(None, None, None, None, None).notes
+            srv.service.acting_for(srv.config.principal).notes_create(None, "x.md", "x")
+        assert (
+            srv.service.acting_for(srv.config.principal)
+            .notes_list(None, None, None, None, None)
+            .notes
+        )
     finally:
         srv.close()

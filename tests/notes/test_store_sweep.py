@@ -50,7 +50,7 @@ def plant_leftovers(vault: Path) -> list[str]:
 
 
 def catalog_of(server: Server) -> Catalog:
-    svc = server.service
+    svc = server.service.acting_for(server.config.principal)
     ws = svc.grants.all_workspaces()[0]
     return svc.catalogs.of(ws, svc.stores[ws.name])
 

@@ -12,7 +12,7 @@ import pytest
 from fsnotes.protocol import ElicitForm, InputRequired, RequestContext, ToolResult
 from fsnotes.protocol.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
-from tests.servers.demo_server import _ROOTS, build_app
+from tests.servers.demo_server import build_app
 
 FORM_CAPS = {"elicitation": {}}
 
@@ -503,7 +503,6 @@ async def test_resources_read_input_required_in_both_eras() -> None:
 
 @pytest.mark.anyio
 async def test_legacy_roots_are_fetched_after_initialized_and_on_list_changed() -> None:
-    _ROOTS.clear()
     async with running(ServerConnection(build_app(), principal="unit")) as h:
         await legacy(h, {"roots": {"listChanged": True}})
         ask = await h.wait_for(lambda m: m.get("method") == "roots/list")

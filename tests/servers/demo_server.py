@@ -34,8 +34,6 @@ from fsnotes.protocol import (
 )
 from fsnotes.transport.stdio import run_stdio
 
-_ROOTS: list[JSONObject] = []
-
 
 class EchoArgs(BaseModel):
     text: str = Field(description="Text to send back")
@@ -227,12 +225,6 @@ class MemoryResources:
         return values, len(values), False
 
 
-async def _on_roots(roots: list[JSONObject]) -> None:
-    # The deprecated App.on_roots path, kept while the product still uses it: one list for
-    # the whole process (roots_seen reads the session's own, RequestContext.roots).
-    _ROOTS[:] = roots
-
-
 def build_app() -> App:
     return App(
         name="fsnotes-demo",
@@ -250,7 +242,6 @@ def build_app() -> App:
             _tool("fail", fail, FailArgs),
         ],
         resources=MemoryResources(),
-        on_roots=_on_roots,
     )
 
 

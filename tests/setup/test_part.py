@@ -60,7 +60,6 @@ def _part(
     return build_setup(
         policy=policy,
         state_dir=state,
-        principal="ada",
         workspaces=workspaces,
         grants=[Grant("ada", ws.name, Access.WRITE) for ws in workspaces],
         stores=stores,
