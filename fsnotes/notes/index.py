@@ -13,6 +13,10 @@ Concurrency: one connection per thread (sqlite3 objects must not cross threads
 mid-transaction), WAL so that readers in this and other processes see the last committed
 state and never a half-written batch, and a lock file that serialises creating or replacing
 the file itself between processes (see :meth:`NoteIndex.open`).
+
+Longer than the rule of about 600 lines: opening, replacing, writing and reading the file
+share that one connection discipline (which thread may close what, when a damaged file is
+replaced), and splitting it would spread those rules over two modules.
 """
 
 from __future__ import annotations
