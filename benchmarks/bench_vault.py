@@ -34,7 +34,7 @@ met/not met, informational) and merges the results into ``benchmarks/results/vau
 (a Markdown copy of each table goes to ``benchmarks/results/vault-<size>.md``).
 Not a timed test: the machine is shared and noisy.
 
-Usage: python benchmarks/bench_vault.py [--sizes 1000,10000,100000] [--runs N] [--as-shipped]
+Usage: python benchmarks/bench_vault.py [--sizes 1000,10000,100000] [--runs N]
 """
 
 from __future__ import annotations
