@@ -109,7 +109,8 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot use the sealing keys in {config.state_dir}: {exc}") from None
         try:
-            shared = SharedState.open(config.state_dir, config.database)
+            # No pool yet: its threads must start inside the jail (serve starts it).
+            shared = SharedState.open(config.state_dir, config.database, pooled=False)
         except StateUnavailable as exc:
             raise ConfigError(str(exc)) from None
         try:
@@ -295,6 +296,8 @@ def serve(config: Config) -> int:
                 f"cannot apply the Landlock jail ({exc}{': ' + exc.detail if exc.detail else ''}); "
                 "fix the cause or pass --no-landlock knowingly"
             ) from None
+        # The jail is up (or knowingly off): the database pool's threads may start now.
+        server.shared.start_pool()
         log.info(
             "serving %d workspace(s) for principal %r over stdio; shared state: %s",
             len(config.workspaces),

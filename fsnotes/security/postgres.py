@@ -21,9 +21,10 @@ Guarantees and limits:
   transaction after :data:`IDLE_IN_TRANSACTION_S` (its transaction rolls back), and TCP
   keepalives notice a vanished peer within seconds.
 - **No thread before the jail.** Landlock binds only the threads started after it (see
-  :mod:`sandbox.jail`), and the pool runs worker threads: the tables are created on a plain
-  connection at start-up, and the pool is opened on first use, by a thread that is already
-  jailed.
+  :mod:`sandbox.jail`), and the pool runs worker threads. A server's :class:`Postgres` is
+  made with ``pooled=False``: until :meth:`Postgres.start_pool` (called once the jail is
+  up) every use opens a plain connection of its own and closes it, which starts no thread;
+  the tables are always created that way.
 """
 
 from __future__ import annotations
@@ -199,8 +200,9 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 class Postgres:
     """The process's connection pool on one DSN, opened on first use (see the module)."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *, pooled: bool = True) -> None:
         params = parse_dsn(dsn)
+        self._pooled = pooled
         self.where = redact(dsn)
         self.scrub = scrubber(dsn)
         self._params = params
@@ -240,8 +242,23 @@ class Postgres:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection (autocommit; transactions are explicit)."""
+        """A connection (autocommit; transactions are explicit): the pool's, or, before
+        :meth:`start_pool` on an unpooled instance, one of its own."""
+        if not self._pooled:
+            with self._direct() as conn:
+                yield conn
+            return
         with self._opened().connection() as conn:
+            yield conn
+
+    def start_pool(self) -> None:
+        """From now on connections come from the pool (opened on first use)."""
+        self._pooled = True
+
+    @contextlib.contextmanager
+    def _direct(self) -> Iterator[psycopg.Connection[Any]]:
+        with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            _configure(conn)
             yield conn
 
     def _opened(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
@@ -272,15 +289,13 @@ class Postgres:
     def create(self, statements: Sequence[str], lock_key: int) -> None:
         """Run a store's schema on a connection of its own (no pool, so no thread: this
         runs at start-up, before the jail), serialised with other instances doing the same."""
-        with psycopg.connect(self._conninfo, autocommit=True) as conn:
-            _configure(conn)
-            with conn.transaction():
-                # Two instances creating the same schema or table at once can collide in
-                # PostgreSQL's catalogue even with IF NOT EXISTS: one at a time.
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}")
-                for statement in statements:
-                    conn.execute(_pg_types(statement))
+        with self._direct() as conn, conn.transaction():
+            # Two instances creating the same schema or table at once can collide in
+            # PostgreSQL's catalogue even with IF NOT EXISTS: one at a time.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}")
+            for statement in statements:
+                conn.execute(_pg_types(statement))
 
     def close(self) -> None:
         with self._lock:

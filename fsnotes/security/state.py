@@ -42,9 +42,11 @@ class SharedState:
     postgres: Postgres | None = field(default=None, repr=False)
 
     @classmethod
-    def open(cls, state_dir: Path, database: str | None) -> SharedState:
+    def open(cls, state_dir: Path, database: str | None, *, pooled: bool = True) -> SharedState:
         """The state directory's SQLite files, or the PostgreSQL database ``database``
-        names (nothing is connected yet: each store creates its tables when it opens)."""
+        names (nothing is connected yet: each store creates its tables when it opens).
+        ``pooled=False`` (a server before its jail): no connection pool, hence no thread,
+        until :meth:`start_pool`."""
         if not database:
             return cls(state_dir)
         try:
@@ -55,7 +57,7 @@ class SharedState:
                 "install it with: pip install 'fsnotes[postgres]'"
             ) from None
         try:
-            return cls(state_dir, Postgres(database))
+            return cls(state_dir, Postgres(database, pooled=pooled))
         except DatabaseSettingError as exc:
             raise StateUnavailable(str(exc)) from None
 
@@ -74,6 +76,12 @@ class SharedState:
         from .postgres import PgDB
 
         return PgDB(self.postgres, name, error=error)
+
+    def start_pool(self) -> None:
+        """Pool the database's connections from now on (a server calls this once its jail
+        is up: the pool's threads must start inside it)."""
+        if self.postgres is not None:
+            self.postgres.start_pool()
 
     def tcp_ports(self) -> list[int]:
         return [] if self.postgres is None else self.postgres.tcp_ports()
