@@ -20,7 +20,8 @@ demo: $(STAMP)
 peers:
 	$(PYTHON) tests/peers/install.py
 
-# bubblewrap for the launcher tests (installed from Debian when root; skipped loudly otherwise)
+# bubblewrap, chromium and postgresql-15 for the launcher, page and shared-state tests
+# (installed from Debian when root; skipped loudly otherwise)
 sysdeps:
 	.ci/sysdeps.sh
 

@@ -100,10 +100,12 @@ class Cluster:
         if proc.returncode != 0:
             raise RuntimeError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
 
-    def start(self) -> None:
+    def start(self, *, durable: bool = False) -> None:
+        """Start (again) on the same port. ``durable``: fsync on, as in production (the
+        benchmark); the tests run without it, a crash of a test cluster loses nothing."""
         options = (
             f"-c listen_addresses=127.0.0.1 -c port={self.port} "
-            f"-c unix_socket_directories={self.socket_dir} -c fsync=off "
+            f"-c unix_socket_directories={self.socket_dir} -c fsync={'on' if durable else 'off'} "
             "-c max_connections=200 -c shared_buffers=32MB"
         )
         self._run(
@@ -159,10 +161,10 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running() -> Iterator[Cluster]:
+def running(*, durable: bool = False) -> Iterator[Cluster]:
     cluster = Cluster()
     try:
-        cluster.start()
+        cluster.start(durable=durable)
         yield cluster
     finally:
         cluster.close()

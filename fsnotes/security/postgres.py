@@ -12,8 +12,9 @@ Guarantees and limits:
   of the DSN itself) before they reach anyone.
 - **Down or restarting is a retryable error, never a hang or a crash.** Getting a connection
   waits at most :data:`POOL_WAIT_S`, a lock at most :data:`LOCK_WAIT_S`, a statement at most
-  :data:`STATEMENT_TIMEOUT_S`; a connection is checked before it is handed out, so the first
-  request after a restart does not fail on a connection the restart killed. Every such
+  :data:`STATEMENT_TIMEOUT_S`; a connection is checked before it is handed out (see
+  :func:`_check`), so the first request after a restart does not fail on a connection the
+  restart ended. Every such
   failure is the store's exception saying "try again shortly"; the pool reconnects by
   itself (attempts back off from 1 s up to :data:`RECONNECT_S`, and the next request starts
   a fresh round after that).
@@ -33,6 +34,7 @@ import contextlib
 import functools
 import hashlib
 import re
+import select
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -187,6 +189,24 @@ class _PgSQL:
         return self._conn.execute(_placeholders(sql), [_param(p) for p in parameters])
 
 
+def _check(conn: psycopg.Connection[Any]) -> None:
+    """Is this idle pooled connection still usable? Raises if not (the pool replaces it).
+
+    An idle connection receives nothing unless its server ended it (a shutdown or restart
+    sends a FATAL message, then closes the socket): so a socket with nothing to read is
+    taken as alive without a round trip, and only one with something waiting is asked
+    (psycopg_pool's own check, one empty query). Measured on the 2-core machine: the round
+    trip on every checkout cost about 0.9 ms of a 3.4 ms claim. A server that vanished
+    without a word (a host lost) is found by the first statement, a retryable error, or by
+    the TCP keepalives.
+    """
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        psycopg_pool.ConnectionPool.check_connection(conn)
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Session settings of every connection (autocommit: each SET stands on its own)."""
     conn.execute(f"SET search_path = {SCHEMA_NAME}")
@@ -275,7 +295,7 @@ class Postgres:
                     max_size=POOL_MAX,
                     kwargs={"autocommit": True},
                     configure=_configure,
-                    check=psycopg_pool.ConnectionPool.check_connection,
+                    check=_check,
                     timeout=POOL_WAIT_S,
                     reconnect_timeout=RECONNECT_S,
                     name="fsnotes",
