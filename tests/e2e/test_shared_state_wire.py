@@ -217,3 +217,40 @@ def test_postgresql_stopped_under_a_running_server_is_retryable_and_resumes(
         err = wire.close()
     assert PASSWORD not in err, err[-2000:]
     assert "Traceback" not in err, err[-4000:]
+
+
+def test_two_instances_sharing_the_key_file_and_the_database_execute_a_confirmation_once(
+    place: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Instance A asks, instance B executes the answer, A's and B's retries do nothing: each
+    with its own state directory (its own index), the same seal-keys.json copied into both,
+    the same PostgreSQL database, the same notes folder."""
+    import shutil
+
+    notes = place / "notes"
+    (notes / "shared.md").write_text("# Shared\n")
+    monkeypatch.setenv("FSNOTES_DATABASE", pg_dsn)
+    state_a, state_b = place / "state-a", place / "state-b"
+    monkeypatch.setenv("FSNOTES_INSTANCE", "a")
+    a = Wire(notes, state_a)
+    monkeypatch.setenv("FSNOTES_INSTANCE", "b")
+    try:
+        assert not a.tool("workspaces_list", {})["result"].get("isError")  # A made its keys
+        state_b.mkdir(mode=0o700)
+        shutil.copy2(state_a / "seal-keys.json", state_b / "seal-keys.json")
+        b = Wire(notes, state_b)
+        try:
+            doomed = {"uri": (notes / "shared.md").as_uri()}
+            answer, _ = confirm_delete(a, doomed, "shared.md")
+            done = result_of(b.tool("notes_delete", doomed, FORM, **answer))
+            assert done["deleted"] is True and not (notes / "shared.md").exists()
+            for wire in (a, b):
+                again = error_text(wire.tool("notes_delete", doomed, FORM, **answer))
+                assert "already used" in again or "does not exist" in again, again
+        finally:
+            b.close()
+    finally:
+        a.close()
+    listed = fsnotes("audit", "--state-dir", str(state_a), "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(r["action"], r["outcome"], r["instance"]) for r in rows] == [("delete", "done", "b")]
