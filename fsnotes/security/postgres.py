@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import re
 import select
 import threading
@@ -45,6 +46,11 @@ import psycopg.errors
 import psycopg_pool
 
 from .database import SQL, Dialect, Rows
+
+# psycopg_pool logs every connection handed out and returned at INFO, which the server's
+# log level shows: one line per request is noise. Its warnings (a failed connection
+# attempt, a reconnection given up) stay; they carry libpq's message, never the password.
+logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
 
 SCHEMA_NAME = "fsnotes"
 # A getconn that waits longer than this fails with "try again": a request must not hang
