@@ -42,7 +42,9 @@ LOCK_TIMEOUT_S = 10.0
 # Unexpired rows must never be dropped (that would re-open replay), so the bound fails
 # closed: past MAX_ROWS live rows new claims are refused until some expire. Each row is one
 # confirmation a person answered within the state lifetime (minutes), so the cap is far
-# above any real use; a row is ~60 bytes, so the file stays under ~10 MB.
+# above any real use; a row is ~60 bytes, so the file stays under ~10 MB. (On PostgreSQL,
+# claims running side by side each count before the others commit: the cap can be passed
+# by as many rows as claims run at once.)
 MAX_ROWS = 100_000
 
 

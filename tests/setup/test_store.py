@@ -235,10 +235,12 @@ def test_two_processes_race_one_form_and_exactly_one_wins(
     verdicts = sorted(out.get(timeout=5) for _ in procs)
     assert verdicts.count("approved") == 1, verdicts
     assert len(store.grants()) == 1
-    other = st.open_setup_store(
-        SharedState.open(backend.state_dir, backend_dsn), clock=time.time, audit=None
-    )
-    assert other.generation() == store.generation() >= 1
+    shared = SharedState.open(backend.state_dir, backend_dsn)
+    try:
+        other = st.open_setup_store(shared, clock=time.time, audit=None)
+        assert other.generation() == store.generation() >= 1
+    finally:
+        shared.close()
 
 
 def test_a_fresh_threads_first_write_is_busy_while_another_process_holds_the_write_lock(
