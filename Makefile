@@ -20,7 +20,8 @@ demo: $(STAMP)
 peers:
 	$(PYTHON) tests/peers/install.py
 
-# bubblewrap for the launcher tests (installed from Debian when root; skipped loudly otherwise)
+# bubblewrap, chromium and postgresql-15 for the launcher, page and shared-state tests
+# (installed from Debian when root; skipped loudly otherwise)
 sysdeps:
 	.ci/sysdeps.sh
 
@@ -29,7 +30,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/setup fsnotes/config.py fsnotes/server.py fsnotes/cli_grant.py fsnotes/doctor.py
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/setup fsnotes/config.py fsnotes/server.py fsnotes/cli_grant.py fsnotes/cli_audit.py fsnotes/doctor.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # System packages the test suite uses before the Docker step: bubblewrap (the non-Docker
-# jail launcher, tests/jail and tests/e2e) and chromium (headless screenshots of the setup
+# jail launcher, tests/jail and tests/e2e), chromium (headless screenshots of the setup
 # page and a real-browser submit, tests/setup/test_page_screenshot.py; about 12 s to install
-# from Debian bookworm on a warm apt cache). Installed from Debian when missing and when we
-# are root with apt; otherwise a loud note, and those tests skip with their reason.
+# from Debian bookworm on a warm apt cache) and postgresql-15 (the shared-state backend's
+# tests start their own cluster from its binaries, tests/pgcluster.py; the package's own
+# cluster service is not used). Installed from Debian when missing and when we are root with
+# apt; otherwise a loud note, and those tests skip with their reason.
 set -u
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
     || missing+=(chromium)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

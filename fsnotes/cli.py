@@ -1,4 +1,4 @@
-"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``rotate-key``."""
+"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``audit``, ``rotate-key``."""
 
 from __future__ import annotations
 
@@ -83,6 +83,23 @@ def _parser() -> argparse.ArgumentParser:
         "--setup-allow", action="append", default=[], metavar="PATH", help="as for serve"
     )
 
+    audit = sub.add_parser(
+        "audit",
+        help="show the audit log: who changed which note or grant, who confirmed",
+        description="Print the audit log of the shared store (the state directory's, or the "
+        "PostgreSQL database of [state] database / FSNOTES_DATABASE), oldest first.",
+    )
+    audit.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="a duration back from now (90s, 15m, 2h, 7d) or an ISO 8601 date or time (UTC "
+        "unless it has an offset)",
+    )
+    audit.add_argument("--principal", metavar="NAME", help="only this principal's rows")
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    audit.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+    audit.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
+
     rotate = sub.add_parser("rotate-key", help="add a new active sealing key to the state dir")
     rotate.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
     return p
@@ -143,6 +160,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 revoke=args.revoke,
                 show=args.list,
             )
+        except ConfigError as exc:
+            return main_error(str(exc))
+    if args.command == "audit":
+        from .cli_audit import run_audit
+        from .config import ConfigError, load
+        from .server import main_error
+
+        try:
+            config = load(
+                state_dir=args.state_dir, config_file=args.config, require_workspace=False
+            )
+            return run_audit(config, since=args.since, principal=args.principal, as_json=args.json)
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "rotate-key":

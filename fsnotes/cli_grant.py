@@ -23,10 +23,12 @@ from sandbox.errors import SandboxError
 from sandbox.root import Root
 
 from .config import Config, ConfigError
+from .security.audit import Auditor, AuditUnavailable, default_instance, open_audit
 from .security.grants import Access
+from .security.state import SharedState, StateUnavailable
 from .server import prepare_state_dir
 from .setup.runtime import NotGrantable, RuntimeScope
-from .setup.store import SetupStore, SetupStoreBusy
+from .setup.store import SetupStore, SetupStoreBusy, open_setup_store
 
 
 def run_grant(
@@ -37,10 +39,19 @@ def run_grant(
         raise ConfigError("say one of: --access LEVEL (with --workspace), --revoke, or --list")
     prepare_state_dir(config)
     try:
-        store = SetupStore(config.state_dir, clock=time.time)
+        shared = SharedState.open(config.state_dir, config.database)
+    except StateUnavailable as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        audit = Auditor(
+            open_audit(shared, clock=time.time), instance=config.instance or default_instance()
+        )
+        store = open_setup_store(shared, clock=time.time, audit=audit)
         return _run(config, store, folder=folder, access=access, revoke=revoke, show=show)
-    except SetupStoreBusy as exc:
-        raise ConfigError(f"cannot use the grant database in {config.state_dir}: {exc}") from None
+    except (SetupStoreBusy, AuditUnavailable) as exc:
+        raise ConfigError(f"cannot use the grant database ({shared.where}): {exc}") from None
+    finally:
+        shared.close()
 
 
 def _run(

@@ -18,6 +18,10 @@ the config file can declare more workspaces, principals and grants::
     workspace = "notes"
     access = "write"                  # read < write < delete
 
+    [state]                           # state shared by several instances (README)
+    database = "postgresql://fsnotes:...@db:5432/fsnotes"   # default: SQLite files in state_dir
+    instance = "notes-a"              # names this process in the audit log (host:pid)
+
     [setup]                           # run-time grants from the setup page (notes_setup)
     allow = ["/home/ada/shared"]      # folders strictly below these may be granted
     max_access = "write"              # the most the page may grant (default delete)
@@ -26,7 +30,9 @@ the config file can declare more workspaces, principals and grants::
 
 Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
 ``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),
-``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``.
+``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``; the state keys from
+``FSNOTES_DATABASE`` and ``FSNOTES_INSTANCE``. The database DSN may hold a password: it is
+kept out of the configuration's repr, and named everywhere else without it.
 """
 
 from __future__ import annotations
@@ -74,6 +80,10 @@ class Config:
     # The search index (fsnotes/notes/indexer.py): full rescan interval, inotify hints.
     rescan_interval: float = DEFAULT_RESCAN_INTERVAL_S
     watch: bool = True
+    # The shared store (fsnotes/security/state.py): a PostgreSQL DSN, or None for the state
+    # directory's SQLite files. Out of repr: it may carry a password.
+    database: str | None = field(default=None, repr=False)
+    instance: str | None = None  # the audit log's name for this process (default host:pid)
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -136,6 +146,7 @@ def load(
             "allow_hardlinked_reads",
             "setup",
             "index",
+            "state",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -202,6 +213,7 @@ def load(
         raise ConfigError("extensions must be a list like ['.md', '.txt']")
 
     rescan_interval, watch = _index_settings(file_cfg.get("index", {}), env)
+    database, instance = _state_settings(file_cfg.get("state", {}), env)
 
     return Config(
         principal=who,
@@ -215,7 +227,43 @@ def load(
         config_file=os.path.abspath(config_file) if config_file else None,
         rescan_interval=rescan_interval,
         watch=watch,
+        database=database,
+        instance=instance,
     )
+
+
+STATE_KEYS = {"database", "instance"}
+DSN_SCHEMES = ("postgresql://", "postgres://")
+# An instance name shows in every audit row; a longer one is a mistake, not a name.
+MAX_INSTANCE_CHARS = 100
+
+
+def _state_settings(table: Any, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    if not isinstance(table, dict):
+        raise ConfigError("[state] must be a table")
+    unknown = set(table) - STATE_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [state]: {', '.join(sorted(unknown))}")
+    database = env.get("FSNOTES_DATABASE") or table.get("database") or None
+    # Never echo the value: it may hold a password.
+    if database is not None and (
+        not isinstance(database, str) or not database.startswith(DSN_SCHEMES)
+    ):
+        raise ConfigError(
+            "[state] database (or FSNOTES_DATABASE) must be a PostgreSQL URI: "
+            "postgresql://user:password@host:port/dbname"
+        )
+    instance = env.get("FSNOTES_INSTANCE") or table.get("instance") or None
+    if instance is not None and (
+        not isinstance(instance, str)
+        or len(instance) > MAX_INSTANCE_CHARS
+        or not instance.isprintable()
+        or not instance.strip()
+    ):
+        raise ConfigError(
+            f"[state] instance must be a printable name of at most {MAX_INSTANCE_CHARS} characters"
+        )
+    return database, instance
 
 
 INDEX_KEYS = {"rescan_interval", "watch"}

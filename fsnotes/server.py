@@ -40,9 +40,11 @@ from .notes.store import NoteStore
 from .notes.tools import build_tools
 from .protocol.registry import App
 from .security import statedir
+from .security.audit import Auditor, AuditUnavailable, default_instance, open_audit
 from .security.grants import Access
-from .security.replay import SQLiteReplayStore, StoreBusy
+from .security.replay import SQLReplayStore, StoreBusy, open_replay
 from .security.seal import Keyring, Sealer
+from .security.state import SharedState, StateUnavailable
 from .setup import code as setup_code
 from .setup.part import SetupError, SetupPart, build_setup
 from .setup.policy import PageUnavailable
@@ -65,15 +67,18 @@ class Server:
     catalogs: Catalogs
     deletes: DeleteFlow
     roots: list[Root]
-    replay: SQLiteReplayStore
+    replay: SQLReplayStore
     config: Config
     setup: SetupPart  # notes_setup, its store, the allowlisted folders, the page
+    shared: SharedState  # where the replay store, the setup store and the audit log live
+    audit: Auditor
 
     def close(self) -> None:
         self.catalogs.close()
         self.setup.close()
         for root in self.roots:
             root.close()
+        self.shared.close()
 
 
 def prepare_state_dir(config: Config) -> None:
@@ -104,11 +109,20 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot use the sealing keys in {config.state_dir}: {exc}") from None
         try:
-            replay = SQLiteReplayStore(config.state_dir, clock=clock)
+            # No pool yet: its threads must start inside the jail (serve starts it).
+            shared = SharedState.open(config.state_dir, config.database, pooled=False)
+        except StateUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+        try:
+            replay = open_replay(shared, clock=clock)
         except StoreBusy as exc:
-            raise ConfigError(
-                f"cannot open the replay database in {config.state_dir}: {exc}"
-            ) from None
+            raise ConfigError(f"cannot open the replay database ({shared.where}): {exc}") from None
+        try:
+            audit = Auditor(
+                open_audit(shared, clock=clock), instance=config.instance or default_instance()
+            )
+        except AuditUnavailable as exc:
+            raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
         sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
         try:
             setup = build_setup(
@@ -122,6 +136,8 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
                 clock=clock,
                 grant_command=grant_command(config),
                 allow_hardlinked_reads=config.allow_hardlinked_reads,
+                shared=shared,
+                audit=audit,
             )
         except SetupError as exc:
             raise ConfigError(str(exc)) from None
@@ -138,7 +154,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         rescan_interval=config.rescan_interval,
         watch=config.watch,
     )
-    service = NotesService(grants=grants, stores=stores, catalogs=catalogs)
+    service = NotesService(grants=grants, stores=stores, catalogs=catalogs, audit=audit)
     deletes = DeleteFlow(sealer, replay, clock)
     app = App(
         name="fsnotes",
@@ -158,6 +174,8 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         replay=replay,
         config=config,
         setup=setup,
+        shared=shared,
+        audit=audit,
     )
 
 
@@ -236,8 +254,12 @@ def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport |
             *own,
             *extra_read_only,
             *(fd for fd in parent_fds if fd not in writable_parents),
+            # What libpq reads on a later connection (the pool reconnects after the jail).
+            *server.shared.read_paths(),
         ],
         allow_bind_tcp=[setup.port] if setup.enabled else [],
+        # The shared database's port, when it is reached over TCP.
+        allow_connect_tcp=server.shared.tcp_ports(),
     )
     if report.applied:
         log.info("Landlock ABI %s applied", report.abi)
@@ -274,10 +296,13 @@ def serve(config: Config) -> int:
                 f"cannot apply the Landlock jail ({exc}{': ' + exc.detail if exc.detail else ''}); "
                 "fix the cause or pass --no-landlock knowingly"
             ) from None
+        # The jail is up (or knowingly off): the database pool's threads may start now.
+        server.shared.start_pool()
         log.info(
-            "serving %d workspace(s) for principal %r over stdio",
+            "serving %d workspace(s) for principal %r over stdio; shared state: %s",
             len(config.workspaces),
             config.principal,
+            server.shared.where,
         )
         try:
             run_stdio(server.app, principal=config.principal)

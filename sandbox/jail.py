@@ -250,6 +250,7 @@ def apply_landlock(
     read_only: Sequence[int | str],
     state_dirs: Sequence[int | str] = (),
     allow_bind_tcp: Sequence[int] = (),
+    allow_connect_tcp: Sequence[int] = (),
 ) -> JailReport:
     """Restrict this process (and everything it starts later) with Landlock.
 
@@ -258,8 +259,9 @@ def apply_landlock(
     directories), remove, rename/refer, truncate and list. ``read_only``: files or
     directories (paths or fds) that get read and list (usually
     :func:`runtime_read_only_paths`); missing ones are skipped and noted in the report.
-    ``allow_bind_tcp``: TCP ports the process may still bind (ABI 4+); TCP connect is
-    always denied.
+    ``allow_bind_tcp``: TCP ports the process may still bind (ABI 4+).
+    ``allow_connect_tcp``: TCP ports it may still connect to (ABI 4+; Landlock rules name a
+    port, not an address, so any host's port). Every other TCP connect is denied.
 
     Raises :class:`JailError` (nothing applied) when called with more than one thread,
     when a workspace or state directory cannot be opened or is not a directory, or when
@@ -269,7 +271,7 @@ def apply_landlock(
     global _applied
     from sandbox import _landlock as ll
 
-    for port in allow_bind_tcp:
+    for port in (*allow_bind_tcp, *allow_connect_tcp):
         if not 0 <= port <= 65535:
             raise JailError(f"TCP port {port} is out of range 0-65535")
     _check_single_threaded()
@@ -307,8 +309,8 @@ def apply_landlock(
         handled_fs = ll.known_mask(ll.FS_RIGHTS, abi)
         handled_net = ll.known_mask(ll.NET_RIGHTS, abi)
         scoped = ll.known_mask(ll.SCOPES, abi)
-        if allow_bind_tcp and not handled_net:
-            skipped.append("tcp ports: binding is not restricted at all on this ABI")
+        if (allow_bind_tcp or allow_connect_tcp) and not handled_net:
+            skipped.append("tcp ports: binding and connecting are not restricted on this ABI")
 
         read_write = handled_fs & (
             ll.FS["read_file"]
@@ -340,6 +342,8 @@ def apply_landlock(
                 ll.add_path_rule(ruleset, allowed, fd)
             for port in sorted(set(allow_bind_tcp)) if handled_net else ():
                 ll.add_port_rule(ruleset, ll.NET["bind_tcp"], port)
+            for port in sorted(set(allow_connect_tcp)) if handled_net else ():
+                ll.add_port_rule(ruleset, ll.NET["connect_tcp"], port)
             ll.restrict_self(ruleset, ll.RESTRICT_SELF_TSYNC if abi >= 8 else 0)
         except OSError as exc:
             raise JailError(

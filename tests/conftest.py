@@ -3,12 +3,16 @@
 The tests directory is importable, so helper modules such as ``e2e.wire`` (a raw stdio
 JSON-RPC client) serve every test package; ``resolver`` runs a test on both layer-2
 resolution paths through the switch that forces the fallback (``FSNOTES_RESOLVER``).
+``pg_cluster``, ``pg_dsn`` and ``backend`` give the shared-state tests a real PostgreSQL (or
+the SQLite default).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +34,53 @@ def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """Every Root opened in (or spawned by) the test uses this resolution path."""
     monkeypatch.setenv("FSNOTES_RESOLVER", request.param)
     return str(request.param)
+
+
+# --- PostgreSQL (the shared store of several instances) ------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A real PostgreSQL 15 from Debian for the whole session, on a free loopback port
+    (tests/pgcluster.py), stopped by process id at the end. Skipped loudly, with the reason
+    and the fix, where PostgreSQL or the driver is missing."""
+    import pgcluster
+
+    why = pgcluster.missing()
+    if why is not None:
+        pytest.skip(f"SKIPPED: {why}")
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(
+            f"SKIPPED: the PostgreSQL driver is missing ({exc.name}); pip install -e '.[dev]'"
+        )
+    with pgcluster.running() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Any) -> str:
+    """The DSN of a fresh, empty database in the session's cluster."""
+    return str(pg_cluster.new_database())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_dsn(request: pytest.FixtureRequest) -> str | None:
+    """The shared-state backend under test, as configured: None (the state directory's
+    SQLite files) or the DSN of a fresh PostgreSQL database."""
+    return str(request.getfixturevalue("pg_dsn")) if request.param == "postgres" else None
+
+
+@pytest.fixture
+def backend(backend_dsn: str | None, tmp_path: Path) -> Iterator[Any]:
+    """That backend opened (fsnotes.security.state.SharedState). Contract tests take this
+    and must pass on both."""
+    from fsnotes.security.state import SharedState
+
+    state_dir = tmp_path / "state-dir"
+    state_dir.mkdir(mode=0o700)
+    shared = SharedState.open(state_dir, backend_dsn)
+    yield shared
+    shared.close()

@@ -329,22 +329,40 @@ class DeleteFlow:
                 f"'{chosen.note_id}' was changed or replaced after the question was asked; "
                 "nothing was deleted. Ask again to confirm the current note."
             )
+        # Every check passed. The audit log's intent comes first (if it cannot be written,
+        # nothing is claimed: the confirmation stays usable), then the claim and the
+        # removal in one critical section. A removal that fails inside it still commits the
+        # claim: the confirmation is spent and the result says so (at most once, never a
+        # second try of a confirmed delete).
         recorded = True
-        try:
-            with self.replay.claim(sealed.nonce, sealed.expires):
-                target.store.remove(target.parts, chosen.identity)
-        except ClaimNotRecorded:
-            # The note is gone; only the record that this confirmation was used is missing.
-            # A replay finds no note with the sealed identity, so it deletes nothing more.
-            recorded = False
-        except AlreadyUsed:
-            raise ConsentRefused(
-                "This confirmation was already used; nothing more was deleted."
-            ) from None
-        except (StoreFull, StoreBusy) as exc:
-            raise ConsentRefused(f"Nothing was deleted: {exc}.") from None
-        except (sx.SandboxError, NoteError) as exc:
-            raise ServiceError(f"{explain(exc, target.parts)} Nothing was deleted.") from None
+        failure: sx.SandboxError | NoteError | None = None
+        with svc.audited(
+            "delete", TOOL_NAME, target, etag_before=chosen.etag, confirmed_by=svc.principal
+        ) as ticket:
+            try:
+                with self.replay.claim(sealed.nonce, sealed.expires):
+                    try:
+                        target.store.remove(target.parts, chosen.identity)
+                    except (sx.SandboxError, NoteError) as exc:
+                        failure = exc
+            except ClaimNotRecorded:
+                # The note is gone; only the record that this confirmation was used is
+                # missing. A replay finds no note with the sealed identity, so it deletes
+                # nothing more.
+                recorded = False
+            except AlreadyUsed:
+                raise ConsentRefused(
+                    "This confirmation was already used; nothing more was deleted."
+                ) from None
+            except (StoreFull, StoreBusy) as exc:
+                raise ConsentRefused(f"Nothing was deleted: {exc}.") from None
+            if failure is not None:
+                ticket.failed(f"confirmation spent: {type(failure).__name__}")
+                raise ServiceError(
+                    f"{explain(failure, target.parts)} Nothing was deleted, and this "
+                    "confirmation is now used up (each executes at most once); ask again to "
+                    "delete the note."
+                ) from None
         svc.after_write(target, lambda c: c.removed(target.parts))
         message = f"Deleted '{chosen.note_id}'."
         if not recorded:

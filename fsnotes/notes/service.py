@@ -5,8 +5,9 @@
 its transport named. Every public method of :class:`Notes` starts with authorization for
 that principal, then turns the caller's URI or relative path into components with layer 1
 (:mod:`sandbox.uri`), and only then touches a workspace through its
-:class:`~fsnotes.notes.store.NoteStore`. Methods are synchronous (they do file I/O); the
-async tool handlers run them in a worker thread.
+:class:`~fsnotes.notes.store.NoteStore`. Every mutation runs inside :meth:`Notes.audited`
+(the audit log's intent before it, its outcome after). Methods are synchronous (they do
+file I/O); the async tool handlers run them in a worker thread.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from sandbox import errors as sx
 from sandbox import uri as lexical
 
+from ..security.audit import Auditor, AuditUnavailable, Entry, Ticket
 from ..security.grants import Access, Grants, NotGranted, Workspace
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
 from .index import IndexProblem
@@ -49,7 +51,7 @@ from .models import (
 from .query import QueryError
 from .query import parse as parse_query
 from .schema import Row
-from .store import Note, NoteError, NoteStore, display, iso_time
+from .store import Note, NoteError, NoteStore, display, etag_of, iso_time
 
 log = logging.getLogger("fsnotes.notes")
 
@@ -129,13 +131,14 @@ class NotesService:
     grants: Grants
     stores: dict[str, NoteStore]  # by workspace name
     catalogs: Catalogs
+    audit: Auditor
 
     def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
         """The notes as ``principal`` may use them, for one request. ``roots``: the roots a
         legacy session's client reported (None for a modern, stateless request): hints
         that may pick the default workspace among the granted ones, never add one."""
         hints = None if roots is None else _root_hints(self.grants, principal, roots)
-        return Notes(self.grants, self.stores, self.catalogs, principal, hints)
+        return Notes(self.grants, self.stores, self.catalogs, self.audit, principal, hints)
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,7 @@ class Notes:
     grants: Grants
     stores: dict[str, NoteStore]
     catalogs: Catalogs
+    audit: Auditor
     principal: str
     hints: tuple[Components, ...] | None = None  # None: no session, so no hints
 
@@ -289,7 +293,9 @@ class Notes:
         ws = self.workspace(workspace_uri, Access.WRITE)
         loc = self.relative(ws, path)
         try:
-            etag, info = loc.store.create(loc.parts, content)
+            with self.audited("create", "notes_create", loc) as ticket:
+                etag, info = loc.store.create(loc.parts, content)
+                ticket.done(etag_after=etag)
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
         self.after_write(loc, lambda c: c.wrote(loc.parts, content, etag, info))
@@ -304,8 +310,10 @@ class Notes:
     ) -> WriteResult:
         loc = self.locate(uri, Access.WRITE)
         written: list[str] = []
+        before: list[str] = []
 
         def transform(current: str) -> str:
+            before.append(etag_of(current.encode("utf-8")))
             if content is not None:
                 written.append(content)
                 return content
@@ -323,7 +331,10 @@ class Notes:
             return text
 
         try:
-            new_etag, info = loc.store.update(loc.parts, transform, expect_etag=etag)
+            with self.audited("update", "notes_update", loc, etag_before=etag) as ticket:
+                new_etag, info = loc.store.update(loc.parts, transform, expect_etag=etag)
+                ticket.etag_before = before[-1]
+                ticket.done(etag_after=new_etag)
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
         self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
@@ -333,7 +344,10 @@ class Notes:
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
         try:
-            moved_etag, _info = loc.store.move(loc.parts, dst.parts, expect_etag=etag)
+            with self.audited("move", "notes_move", loc, etag_before=etag) as ticket:
+                moved_etag, _info = loc.store.move(loc.parts, dst.parts, expect_etag=etag)
+                ticket.etag_before = moved_etag
+                ticket.done(etag_after=moved_etag, path_after=display(dst.parts))
         except (sx.SandboxError, NoteError) as exc:
             failing = dst.parts if isinstance(exc, sx.AlreadyExists) else loc.parts
             raise ServiceError(explain(exc, failing)) from None
@@ -343,6 +357,38 @@ class Notes:
         )
 
     # --- helpers -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def audited(
+        self,
+        action: str,
+        tool: str,
+        loc: Located,
+        *,
+        etag_before: str | None = None,
+        confirmed_by: str | None = None,
+    ) -> Iterator[Ticket]:
+        """The audit log around one mutation of ``loc`` (see :mod:`fsnotes.security.audit`):
+        when its intent cannot be recorded, ServiceError and the block does not run."""
+        entry = Entry(
+            principal=self.principal,
+            action=action,
+            tool=tool,
+            workspace=loc.workspace.name,
+            path=display(loc.parts),
+            etag_before=etag_before,
+            confirmed_by=confirmed_by,
+        )
+        try:
+            ticket = self.audit.begin(entry)
+        except AuditUnavailable as exc:
+            raise ServiceError(f"Nothing was changed: {exc}.") from None
+        try:
+            yield ticket
+        except BaseException as exc:
+            self.audit.finish(ticket, exc)
+            raise
+        self.audit.finish(ticket)
 
     def workspace_catalog(self, workspace_uri: str | None) -> Catalog:
         """The catalog of the workspace a read call names (authorized for reading)."""

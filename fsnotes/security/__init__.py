@@ -2,8 +2,10 @@
 
 Grants (principals, workspaces, access levels), sealed request state and its keyring, what
 a sealed question is bound to and what the answer said (``consent``), the replay store that
-makes a confirmation usable once, the state directory's files and locks, the rendering of
-values a person must judge (``shown``) and the SQLite settings shared by our databases.
+makes a confirmation usable once, the audit log, the state directory's files and locks, the
+rendering of values a person must judge (``shown``), and where the shared stores live
+(``state``: the state directory's SQLite files, or PostgreSQL behind the same ``database``
+seam).
 
 ``__all__`` is what other packages use (``statedir`` and ``shown`` as whole modules: the
 module ``shown`` would hide a function of that name here anyway). Each is imported
@@ -18,42 +20,68 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import shown, statedir
+    from .audit import (
+        PENDING,
+        Auditor,
+        AuditUnavailable,
+        Entry,
+        Record,
+        Ticket,
+        default_instance,
+        open_audit,
+    )
     from .consent import Binding, ConsentRefused, Subject, answer_of, open_state
+    from .database import SQL, Database
     from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace
     from .replay import (
         AlreadyUsed,
         ClaimNotRecorded,
         ReplayStore,
-        SQLiteReplayStore,
+        SQLReplayStore,
         StoreBusy,
         StoreFull,
+        open_replay,
     )
     from .seal import Keyring, Sealer
     from .shown import distinguishable, has_hidden
     from .sqlite import LocalDB
+    from .state import SharedState, StateUnavailable
 
 __all__ = [
+    "PENDING",
+    "SQL",
     "Access",
     "AlreadyUsed",
+    "AuditUnavailable",
+    "Auditor",
     "Binding",
     "ClaimNotRecorded",
     "ConsentRefused",
+    "Database",
+    "Entry",
     "Grant",
     "Grants",
     "Keyring",
     "LocalDB",
     "NotGranted",
+    "Record",
     "ReplayStore",
     "RuntimeLayer",
-    "SQLiteReplayStore",
+    "SQLReplayStore",
     "Sealer",
+    "SharedState",
+    "StateUnavailable",
     "StoreBusy",
     "StoreFull",
     "Subject",
+    "Ticket",
     "Workspace",
     "answer_of",
+    "default_instance",
     "distinguishable",
     "has_hidden",
+    "open_audit",
+    "open_replay",
     "open_state",
     "shown",
     "statedir",
@@ -64,25 +92,38 @@ __all__ = [
 _HOME = {
     "Access": "grants",
     "AlreadyUsed": "replay",
+    "AuditUnavailable": "audit",
+    "Auditor": "audit",
     "Binding": "consent",
     "ClaimNotRecorded": "replay",
     "ConsentRefused": "consent",
+    "Database": "database",
+    "Entry": "audit",
     "Grant": "grants",
     "Grants": "grants",
     "Keyring": "seal",
     "LocalDB": "sqlite",
     "NotGranted": "grants",
+    "PENDING": "audit",
+    "Record": "audit",
     "ReplayStore": "replay",
     "RuntimeLayer": "grants",
-    "SQLiteReplayStore": "replay",
+    "SQL": "database",
+    "SQLReplayStore": "replay",
     "Sealer": "seal",
+    "SharedState": "state",
+    "StateUnavailable": "state",
     "StoreBusy": "replay",
     "StoreFull": "replay",
     "Subject": "consent",
+    "Ticket": "audit",
     "Workspace": "grants",
     "answer_of": "consent",
+    "default_instance": "audit",
     "distinguishable": "shown",
     "has_hidden": "shown",
+    "open_audit": "audit",
+    "open_replay": "replay",
     "open_state": "consent",
     "shown": "shown",
     "statedir": "statedir",

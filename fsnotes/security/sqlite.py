@@ -1,4 +1,5 @@
-"""SQLite plumbing shared by the state directory's databases (replay store, setup store).
+"""SQLite plumbing shared by the state directory's databases (replay, setup, audit): the
+embedded :class:`~fsnotes.security.database.Database`, the default backend.
 
 One connection per thread (sqlite3 connections must not be shared across threads
 mid-transaction, and handlers run in worker threads), WAL with full fsync, and critical
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from . import statedir
+from .database import Dialect
 
 # SQLite's primary result codes for "someone else holds the lock" (extended codes such as
 # SQLITE_BUSY_SNAPSHOT share the prefix).
@@ -48,8 +50,11 @@ class LocalDB:
     ``"is busy (...)"``; the store prefixes its own name.
     """
 
+    dialect: Dialect = "sqlite"
+
     def __init__(self, path: Path, *, timeout: float, error: Callable[[str], Exception]) -> None:
         self.path = path
+        self.where = str(path)
         self._timeout = timeout
         self._error = error
         self._local = threading.local()
@@ -126,6 +131,10 @@ class LocalDB:
         except sqlite3.Error as exc:
             _rollback(db)
             raise self._error(describe(exc)) from None
+
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """SQLite has one write lock per database: the same as :meth:`immediate`."""
+        return self.immediate()
 
 
 def _rollback(db: sqlite3.Connection) -> None:

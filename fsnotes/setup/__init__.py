@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .part import SetupError, SetupPart, build_setup
     from .policy import DEFAULT_SETUP_PORT, PageUnavailable, SetupPolicy
     from .runtime import NotGrantable, RuntimeScope
-    from .store import SetupStore, SetupStoreBusy
+    from .store import SetupStore, SetupStoreBusy, open_setup_store
 
 __all__ = [
     "DEFAULT_SETUP_PORT",
@@ -39,6 +39,7 @@ __all__ = [
     "SetupStoreBusy",
     "build_setup",
     "code",
+    "open_setup_store",
 ]
 
 # The module of this package that defines each public name (a module named for itself
@@ -55,6 +56,7 @@ _HOME = {
     "SetupStoreBusy": "store",
     "build_setup": "part",
     "code": "code",
+    "open_setup_store": "store",
 }
 
 

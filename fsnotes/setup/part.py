@@ -32,12 +32,14 @@ from sandbox.root import Root
 
 from ..notes.store import NoteStore
 from ..protocol.registry import Tool
+from ..security.audit import Auditor
 from ..security.grants import Grant, Grants, Workspace
 from ..security.seal import Sealer
+from ..security.state import SharedState
 from .flow import SetupFlow, build_setup_tool
 from .policy import SetupPolicy
 from .runtime import NotGrantable, RuntimeScope
-from .store import Setup, SetupStore, SetupStoreBusy
+from .store import Setup, SetupStore, SetupStoreBusy, open_setup_store
 
 if TYPE_CHECKING:
     from .runner import PageRunner
@@ -87,13 +89,17 @@ def build_setup(
     clock: Callable[[], float],
     grant_command: str,
     allow_hardlinked_reads: bool = False,
+    shared: SharedState | None = None,
+    audit: Auditor | None = None,
 ) -> SetupPart:
     """Open the setup part (see the module docstring). Raises SetupError with a reason.
 
     ``workspaces`` and ``grants`` are the configured ones; ``stores`` the note store of each
     configured workspace, by name, which the run-time folders' stores are added to (the
     notes service reads the same map). With setup off the part still answers
-    ``notes_setup`` (that nothing can be granted here), and opens no page.
+    ``notes_setup`` (that nothing can be granted here), and opens no page. ``shared``: where
+    the setup store lives (default: the state directory's SQLite file); ``audit``: where
+    grants are recorded.
     """
     parents: list[Root] = []
     try:
@@ -102,10 +108,11 @@ def build_setup(
                 parents.append(Root.open(parent, allow_hardlinked_reads=allow_hardlinked_reads))
             except (SandboxError, OSError) as exc:
                 raise SetupError(f"cannot open setup allowlist folder {parent}: {exc}") from None
+        shared = shared or SharedState(state_dir)
         try:
-            store = SetupStore(state_dir, clock=clock)
+            store = open_setup_store(shared, clock=clock, audit=audit)
         except SetupStoreBusy as exc:
-            raise SetupError(f"cannot open the setup database in {state_dir}: {exc}") from None
+            raise SetupError(f"cannot open the setup database ({shared.where}): {exc}") from None
         scope = RuntimeScope(
             store=store,
             policy=policy,

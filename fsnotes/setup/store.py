@@ -1,9 +1,10 @@
-"""Pending setups, run-time grants and code-attempt limits, in ``<state dir>/setup.sqlite3``.
+"""Pending setups, run-time grants and code-attempt limits: ``<state dir>/setup.sqlite3``, or
+the shared PostgreSQL database (:mod:`fsnotes.security.state`).
 
 A setup is one request to widen one principal's scope: a folder and an access level. It is
 created by ``notes_setup`` and decided by a person on the setup page (or by ``fsnotes grant``
-at a terminal). Everything that decides is one ``BEGIN IMMEDIATE`` transaction, so processes
-sharing a state directory agree:
+at a terminal). Everything that decides is one serialised transaction (``BEGIN IMMEDIATE`` on
+SQLite, an advisory lock on PostgreSQL), so processes sharing the store agree:
 
 - a page form is usable once: its CSRF token is consumed by the submit that carries it,
   whatever the outcome;
@@ -25,13 +26,15 @@ import contextlib
 import enum
 import hashlib
 import secrets
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..security.audit import Auditor, AuditUnavailable, Entry, Ticket
+from ..security.database import SQL, Database
 from ..security.grants import Access
 from ..security.sqlite import LocalDB
+from ..security.state import SharedState
 
 DB_NAME = "setup.sqlite3"
 # A writer holding the lock longer than this is stuck; callers get SetupStoreBusy.
@@ -137,7 +140,7 @@ SCHEMA = (
     " granted REAL NOT NULL, source TEXT NOT NULL, setup_id TEXT,"
     " PRIMARY KEY (principal, path))",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    "INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0)",
+    "INSERT INTO meta(key, value) VALUES ('generation', 0) ON CONFLICT DO NOTHING",
 )
 
 
@@ -147,23 +150,42 @@ def _hash(token: str) -> str:
 
 
 class SetupStore:
-    """The setup database of one state directory, safe to share between threads and processes."""
+    """The setup database, safe to share between threads, processes and instances.
 
-    def __init__(self, state_dir: Path, *, clock: Callable[[], float]) -> None:
+    ``where``: a state directory (its ``setup.sqlite3``) or a shared
+    :class:`~fsnotes.security.database.Database`. ``audit``: where grants and revocations
+    are recorded (intent before the transaction that grants, outcome after it); without
+    one nothing is recorded (unit tests of the store alone).
+    """
+
+    def __init__(
+        self,
+        where: Path | Database,
+        *,
+        clock: Callable[[], float],
+        audit: Auditor | None = None,
+    ) -> None:
         """Open (creating if needed) the database; SetupStoreBusy if busy or unusable."""
-        self._db = LocalDB(state_dir / DB_NAME, timeout=LOCK_TIMEOUT_S, error=_error)
+        if isinstance(where, Path):
+            where = LocalDB(where / DB_NAME, timeout=LOCK_TIMEOUT_S, error=_error)
+        self._db = where
         self._clock = clock
+        self._audit = audit
         self._db.create(SCHEMA)
+
+    @property
+    def where(self) -> str:
+        return self._db.where
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+    def _read(self) -> contextlib.AbstractContextManager[SQL]:
         return self._db.reading()
 
-    def _tx(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+    def _tx(self) -> contextlib.AbstractContextManager[SQL]:
         return self._db.immediate()
 
-    def _expire(self, db: sqlite3.Connection, now: float) -> None:
+    def _expire(self, db: SQL, now: float) -> None:
         db.execute(
             "UPDATE setup SET status = ?, decided = expires WHERE status = ? AND expires <= ?",
             (SetupStatus.EXPIRED, SetupStatus.PENDING, now),
@@ -189,16 +211,16 @@ class SetupStore:
 
     _COLUMNS = "id, principal, path, access, created, expires, status, decided, attempts, client"
 
-    def _get(self, db: sqlite3.Connection, setup_id: str) -> Setup | None:
+    def _get(self, db: SQL, setup_id: str) -> Setup | None:
         row = db.execute(f"SELECT {self._COLUMNS} FROM setup WHERE id = ?", (setup_id,)).fetchone()
         return self._row(row)
 
-    def _bump(self, db: sqlite3.Connection) -> None:
+    def _bump(self, db: SQL) -> None:
         db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
 
     def _upsert_grant(
         self,
-        db: sqlite3.Connection,
+        db: SQL,
         principal: str,
         path: str,
         access: Access,
@@ -356,7 +378,31 @@ class SetupStore:
         token was consumed and the rate limits checked; ``grantable`` re-checks the policy
         before anything is granted. A denial needs a valid form but no code (refusing access
         is never dangerous; a cross-site page still cannot forge it without the token).
+
+        An approval's audit row is written inside the transaction, just before the grant (the
+        intent; when it cannot be written, nothing is granted and SetupStoreBusy says why),
+        and completed after the commit.
         """
+        tickets: list[Ticket] = []
+        try:
+            result = self._submit(setup_id, form_token, approve, code_ok, grantable, tickets)
+        except BaseException as exc:
+            for ticket in tickets:
+                self._finish(ticket, exc)
+            raise
+        for ticket in tickets:
+            self._finish(ticket)
+        return result
+
+    def _submit(
+        self,
+        setup_id: str,
+        form_token: str,
+        approve: bool,
+        code_ok: Callable[[], bool],
+        grantable: Callable[[Setup], bool],
+        tickets: list[Ticket],
+    ) -> SubmitResult:
         now = self._clock()
         with self._tx() as db:
             self._expire(db, now)
@@ -398,6 +444,11 @@ class SetupStore:
                 )
             if not grantable(setup):
                 return SubmitResult(Verdict.NOT_GRANTABLE, setup)
+            ticket = self._begin(
+                setup.principal, "grant", "notes_setup", setup.path, setup.access, "setup page"
+            )
+            if ticket is not None:
+                tickets.append(ticket)
             db.execute(
                 "UPDATE setup SET status = ?, decided = ? WHERE id = ?",
                 (SetupStatus.APPROVED, now, setup_id),
@@ -412,23 +463,77 @@ class SetupStore:
     def grant(self, principal: str, path: str, access: Access, *, source: str = "cli") -> None:
         """Set this principal's stored grant on ``path`` to exactly ``access`` (a terminal
         operator may lower it too). Pending setups this grant satisfies are approved."""
-        now = self._clock()
-        with self._tx() as db:
-            self._upsert_grant(db, principal, path, access, source, None, raise_only=False)
-            db.execute(
-                "UPDATE setup SET status = ?, decided = ? WHERE principal = ? AND path = ? "
-                "AND access <= ? AND status = ? AND expires > ?",
-                (SetupStatus.APPROVED, now, principal, path, int(access), SetupStatus.PENDING, now),
-            )
+        ticket = self._begin(principal, "grant", "fsnotes grant", path, access, "terminal")
+        try:
+            now = self._clock()
+            with self._tx() as db:
+                self._upsert_grant(db, principal, path, access, source, None, raise_only=False)
+                db.execute(
+                    "UPDATE setup SET status = ?, decided = ? WHERE principal = ? AND path = ? "
+                    "AND access <= ? AND status = ? AND expires > ?",
+                    (
+                        SetupStatus.APPROVED,
+                        now,
+                        principal,
+                        path,
+                        int(access),
+                        SetupStatus.PENDING,
+                        now,
+                    ),
+                )
+        except BaseException as exc:
+            self._finish(ticket, exc)
+            raise
+        self._finish(ticket)
 
     def revoke(self, principal: str, path: str) -> bool:
-        with self._tx() as db:
-            gone = db.execute(
-                "DELETE FROM grant_ WHERE principal = ? AND path = ?", (principal, path)
-            ).rowcount
-            if gone:
-                self._bump(db)
-            return bool(gone)
+        """Remove this principal's stored grant on ``path``; whether there was one."""
+        ticket = self._begin(principal, "revoke", "fsnotes grant --revoke", path, None, "terminal")
+        try:
+            with self._tx() as db:
+                gone = db.execute(
+                    "DELETE FROM grant_ WHERE principal = ? AND path = ?", (principal, path)
+                ).rowcount
+                if gone:
+                    self._bump(db)
+        except BaseException as exc:
+            self._finish(ticket, exc)
+            raise
+        if not gone and ticket is not None:
+            ticket.failed("no stored grant: nothing changed")
+        self._finish(ticket)
+        return bool(gone)
+
+    # --- audit ---------------------------------------------------------------------------
+
+    def _begin(
+        self,
+        principal: str,
+        action: str,
+        tool: str,
+        path: str,
+        access: Access | None,
+        confirmed_by: str,
+    ) -> Ticket | None:
+        """The audit log's intent for a grant change (None without an audit log)."""
+        if self._audit is None:
+            return None
+        entry = Entry(
+            principal=principal,
+            action=action,
+            tool=tool,
+            workspace=path,
+            confirmed_by=confirmed_by,
+            detail=None if access is None else f"access {access.label}",
+        )
+        try:
+            return self._audit.begin(entry)
+        except AuditUnavailable as exc:
+            raise SetupStoreBusy(f"{exc}, so nothing was granted or revoked") from None
+
+    def _finish(self, ticket: Ticket | None, error: BaseException | None = None) -> None:
+        if ticket is not None and self._audit is not None:
+            self._audit.finish(ticket, error)
 
     def grants(self, principal: str | None = None) -> list[StoredGrant]:
         sql = "SELECT principal, path, access, granted, source FROM grant_"
@@ -447,3 +552,11 @@ class SetupStore:
         with self._read() as db:
             (value,) = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return int(value)
+
+
+def open_setup_store(
+    state: SharedState, *, clock: Callable[[], float], audit: Auditor | None
+) -> SetupStore:
+    """The setup store of this backend; SetupStoreBusy if it is busy or unusable."""
+    db = state.database("setup", timeout=LOCK_TIMEOUT_S, error=_error)
+    return SetupStore(db, clock=clock, audit=audit)

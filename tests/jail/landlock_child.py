@@ -47,6 +47,9 @@ def main_jail(workspace: str, state: str, outside: str) -> dict[str, Any]:
     # Targets that work before the jail, so a failure afterwards is the jail's doing.
     listener = socket.create_server(("127.0.0.1", 0))
     listen_port = listener.getsockname()[1]
+    # A second listener whose port the jail allows connecting to (a shared database's).
+    database = socket.create_server(("127.0.0.1", 0))
+    database_port = database.getsockname()[1]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         allowed_port = probe.getsockname()[1]
@@ -61,6 +64,7 @@ def main_jail(workspace: str, state: str, outside: str) -> dict[str, Any]:
         state_dirs=[state],
         read_only=runtime_read_only_paths(),
         allow_bind_tcp=[allowed_port],
+        allow_connect_tcp=[database_port],
     )
     out["report"] = {"abi": report.abi, "applied": report.applied}
 
@@ -86,7 +90,12 @@ def main_jail(workspace: str, state: str, outside: str) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(f"\0fsnotes-jail-test-{os.getpid()}")
 
+    def connect_database() -> None:
+        with socket.create_connection(("127.0.0.1", database_port), timeout=5):
+            pass
+
     out["tcp_connect_loopback"] = attempt(connect_tcp)
+    out["tcp_connect_allowed_port"] = attempt(connect_database)
     out["tcp_bind_other_port"] = attempt(lambda: bind_tcp(0))
     out["tcp_bind_allowed_port"] = attempt(lambda: bind_tcp(allowed_port))
     out["abstract_unix_connect_outside_domain"] = attempt(connect_abstract)

@@ -75,6 +75,7 @@ def test_nothing_was_created_outside(jailed: dict[str, Any]) -> None:
 @pytest.mark.skipif(ABI is not None and ABI < 4, reason="TCP rules need Landlock ABI 4")
 def test_tcp_connect_and_bind_denied_except_the_allowed_port(jailed: dict[str, Any]) -> None:
     assert jailed["tcp_connect_loopback"] in DENIED
+    assert jailed["tcp_connect_allowed_port"] == "ok"
     assert jailed["tcp_bind_other_port"] in DENIED
     assert jailed["tcp_bind_allowed_port"] == "ok"
 

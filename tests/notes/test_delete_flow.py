@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
 import multiprocessing
 import os
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -372,3 +375,55 @@ def test_names_equal_under_normalisation_give_options_that_look_different(
     )
     assert isinstance(out, Outcome) and out.body and out.body["deleted"] is True, out
     assert nfd not in os.listdir(vault) and nfc in os.listdir(vault)
+
+
+# --- at most once: a confirmation whose removal fails after the claim is spent --------------
+
+
+class _SwapInsideClaim:
+    """The server's own replay store, with another writer replacing the note at the one
+    instant between the claim and the removal (every check before the claim has passed)."""
+
+    def __init__(self, real: Any, note: Path) -> None:
+        self.real, self.note = real, note
+
+    @contextlib.contextmanager
+    def claim(self, nonce: str, expires_at: float) -> Iterator[None]:
+        with self.real.claim(nonce, expires_at):
+            other = self.note.with_name("replacement.tmp")
+            other.write_text(self.note.read_text())
+            os.replace(other, self.note)  # same text, another file
+            yield
+
+    def is_used(self, nonce: str) -> bool:
+        return bool(self.real.is_used(nonce))
+
+
+def _nonce_of(state: str) -> str:
+    body = state.split(".")[2]
+    return str(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))["nonce"])
+
+
+def test_a_removal_that_fails_after_the_claim_spends_the_confirmation_and_says_so(
+    server: Server, vault: Path
+) -> None:
+    args = {"title": "inbox"}
+    q = ask(server, args)
+    real = server.deletes.replay
+    server.deletes.replay = _SwapInsideClaim(real, vault / "inbox.md")  # type: ignore[assignment]
+    try:
+        out = resume(
+            server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True)
+        )
+    finally:
+        server.deletes.replay = real
+    assert isinstance(out, Outcome) and out.error, out
+    assert "Nothing was deleted" in out.error and "used up" in out.error, out.error
+    assert (vault / "inbox.md").exists()  # the replacement was not deleted
+    assert real.is_used(_nonce_of(q.state or ""))  # spent: at most once
+    again = resume(server, args, q.state or "", answer("accept", note_id="inbox.md", confirm=True))
+    assert isinstance(again, Outcome) and again.error
+    assert (vault / "inbox.md").exists()
+    [row] = [r for r in server.audit.log.read() if r.action == "delete"]
+    assert (row.outcome, row.path, row.confirmed_by) == ("failed", "inbox.md", "ada")
+    assert row.detail is not None and row.detail.startswith("confirmation spent")

@@ -1,4 +1,6 @@
-"""The setup store on a real SQLite file: decisions are atomic, limited and shared by processes."""
+"""The setup store: decisions are atomic, limited and shared by processes. The tests taking
+``store`` run on both backends (the state directory's SQLite file and a real PostgreSQL);
+those about SQLite's own locks and files use the file directly."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsnotes.security.grants import Access
+from fsnotes.security.state import SharedState
 from fsnotes.setup import store as st
 from fsnotes.setup.store import SetupStatus, SetupStore, TooManyPending, Verdict
 from tests.e2e.state_helpers import corrupt, held, in_fresh_thread
@@ -29,8 +32,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def store(tmp_path: Path, clock: Clock) -> SetupStore:
-    return SetupStore(tmp_path, clock=clock)
+def store(backend: SharedState, clock: Clock) -> SetupStore:
+    return st.open_setup_store(backend, clock=clock, audit=None)
 
 
 def yes() -> bool:
@@ -60,9 +63,10 @@ def submit(
 
 
 def test_database_is_private_and_a_retried_start_reuses_the_pending_setup(
-    store: SetupStore, tmp_path: Path
+    store: SetupStore, backend: SharedState
 ) -> None:
-    assert stat.S_IMODE(os.stat(tmp_path / st.DB_NAME).st_mode) == 0o600
+    if backend.postgres is None:
+        assert stat.S_IMODE(os.stat(backend.state_dir / st.DB_NAME).st_mode) == 0o600
     a = store.start("ada", "/n/a", Access.WRITE, lifetime=60)
     again = store.start("ada", "/n/a", Access.WRITE, lifetime=60)
     other = store.start("ada", "/n/a", Access.READ, lifetime=60)
@@ -195,26 +199,33 @@ def test_cli_grant_sets_exactly_approves_what_it_satisfies_and_revokes(store: Se
 
 
 def _approve_in_child(
-    state_dir: str, setup_id: str, token: str, out: multiprocessing.Queue[str]
+    state_dir: str, dsn: str | None, setup_id: str, token: str, out: multiprocessing.Queue[str]
 ) -> None:
     import time
 
-    child = SetupStore(Path(state_dir), clock=time.time)
+    shared = SharedState.open(Path(state_dir), dsn)
+    child = st.open_setup_store(shared, clock=time.time, audit=None)
     result = child.submit(setup_id, token, approve=True, code_ok=yes, grantable=lambda s: True)
     out.put(result.verdict.value)
+    shared.close()
 
 
-def test_two_processes_race_one_form_and_exactly_one_wins(tmp_path: Path) -> None:
+def test_two_processes_race_one_form_and_exactly_one_wins(
+    backend: SharedState, backend_dsn: str | None
+) -> None:
     import time
 
-    store = SetupStore(tmp_path, clock=time.time)
+    store = st.open_setup_store(backend, clock=time.time, audit=None)
     setup = store.start("ada", "/n/a", Access.READ, lifetime=60)
     token = store.issue_form_token(setup.id)
     assert token is not None
     ctx = multiprocessing.get_context("spawn")
     out: multiprocessing.Queue[str] = ctx.Queue()
     procs = [
-        ctx.Process(target=_approve_in_child, args=(str(tmp_path), setup.id, token, out))
+        ctx.Process(
+            target=_approve_in_child,
+            args=(str(backend.state_dir), backend_dsn, setup.id, token, out),
+        )
         for _ in range(4)
     ]
     for p in procs:
@@ -224,8 +235,12 @@ def test_two_processes_race_one_form_and_exactly_one_wins(tmp_path: Path) -> Non
     verdicts = sorted(out.get(timeout=5) for _ in procs)
     assert verdicts.count("approved") == 1, verdicts
     assert len(store.grants()) == 1
-    gen_seen_by_other = SetupStore(tmp_path, clock=time.time).generation()
-    assert gen_seen_by_other == store.generation() >= 1
+    shared = SharedState.open(backend.state_dir, backend_dsn)
+    try:
+        other = st.open_setup_store(shared, clock=time.time, audit=None)
+        assert other.generation() == store.generation() >= 1
+    finally:
+        shared.close()
 
 
 def test_a_fresh_threads_first_write_is_busy_while_another_process_holds_the_write_lock(
