@@ -33,6 +33,7 @@ from sandbox.root import Root
 from . import __version__
 from .config import Config, ConfigError
 from .notes.confirm import DeleteFlow
+from .notes.history import History
 from .notes.indexer import Catalogs
 from .notes.resources import NotesResources
 from .notes.service import NotesService
@@ -41,6 +42,7 @@ from .notes.tools import build_tools
 from .protocol.registry import App
 from .security import statedir
 from .security.grants import Access
+from .security.history_store import HistoryStore, HistoryUnavailable
 from .security.replay import SQLiteReplayStore, StoreBusy
 from .security.seal import Keyring, Sealer
 from .setup import code as setup_code
@@ -67,6 +69,7 @@ class Server:
     roots: list[Root]
     replay: SQLiteReplayStore
     config: Config
+    history: History  # copies of what changes replace; History.off() with --no-history
     setup: SetupPart  # notes_setup, its store, the allowlisted folders, the page
 
     def close(self) -> None:
@@ -109,6 +112,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             raise ConfigError(
                 f"cannot open the replay database in {config.state_dir}: {exc}"
             ) from None
+        history = open_history(config, clock)
         sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
         try:
             setup = build_setup(
@@ -138,7 +142,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         rescan_interval=config.rescan_interval,
         watch=config.watch,
     )
-    service = NotesService(grants=grants, stores=stores, catalogs=catalogs)
+    service = NotesService(grants=grants, stores=stores, catalogs=catalogs, history=history)
     deletes = DeleteFlow(sealer, replay, clock)
     app = App(
         name="fsnotes",
@@ -157,8 +161,32 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         roots=roots,
         replay=replay,
         config=config,
+        history=history,
         setup=setup,
     )
+
+
+def open_history(config: Config, clock: Any) -> History:
+    """The history store (pruned to its bounds now), or none with --no-history: then no
+    history file is created or opened at all."""
+    settings = config.history
+    if not settings.enabled:
+        log.info("history off (--no-history): changes keep no copy of what they replace")
+        return History.off()
+    try:
+        store = HistoryStore(
+            config.state_dir,
+            max_bytes=settings.max_bytes,
+            max_age_s=settings.max_age_s,
+            clock=clock,
+        )
+        store.prune()  # a bound lowered since the last run, or versions that aged meanwhile
+    except HistoryUnavailable as exc:
+        raise ConfigError(
+            f"cannot open the history database in {config.state_dir}: {exc} "
+            "(--no-history starts without it)"
+        ) from None
+    return History(store)
 
 
 def _lifespan(

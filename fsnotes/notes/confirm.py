@@ -35,6 +35,7 @@ from ..security.replay import AlreadyUsed, ClaimNotRecorded, ReplayStore, StoreB
 from ..security.seal import Sealer
 from ..security.shown import distinguishable, shown
 from .catalog import CatalogUnavailable
+from .history import HistoryUnavailable
 from .models import DeleteResult
 from .service import Located, Notes, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
@@ -331,17 +332,23 @@ class DeleteFlow:
             )
         recorded = True
         try:
-            with self.replay.claim(sealed.nonce, sealed.expires):
-                target.store.remove(target.parts, chosen.identity)
-        except ClaimNotRecorded:
-            # The note is gone; only the record that this confirmation was used is missing.
-            # A replay finds no note with the sealed identity, so it deletes nothing more.
-            recorded = False
+            # What is deleted is kept first (durably, before the unlink), under the claim:
+            # no copy, no delete.
+            with svc.keeping(target, TOOL_NAME) as keep:
+                try:
+                    with self.replay.claim(sealed.nonce, sealed.expires):
+                        keep(live.text.encode("utf-8"))  # the bytes read (strict UTF-8)
+                        target.store.remove(target.parts, chosen.identity)
+                except ClaimNotRecorded:
+                    # The note is gone; only the record that this confirmation was used is
+                    # missing. A replay finds no note with the sealed identity, so it deletes
+                    # nothing more.
+                    recorded = False
         except AlreadyUsed:
             raise ConsentRefused(
                 "This confirmation was already used; nothing more was deleted."
             ) from None
-        except (StoreFull, StoreBusy) as exc:
+        except (StoreFull, StoreBusy, HistoryUnavailable) as exc:
             raise ConsentRefused(f"Nothing was deleted: {exc}.") from None
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(f"{explain(exc, target.parts)} Nothing was deleted.") from None
