@@ -314,9 +314,10 @@ def test_a_busy_history_store_stops_a_confirmed_delete_which_stays_usable(
     answer = {
         CONFIRM_KEY: {"action": "accept", "content": {"note_id": "inbox.md", "confirm": True}}
     }
-    with held(server.config.state_dir / history_store.LOCK_NAME, "flock"):
-        with pytest.raises(ConsentRefused, match="Nothing was deleted: the history store is busy"):
-            server.deletes.resume(notes, args, q.state or "", answer)
+    lock = server.config.state_dir / history_store.LOCK_NAME
+    busy = "Nothing was deleted: the history store is busy"
+    with held(lock, "flock"), pytest.raises(ConsentRefused, match=busy):
+        server.deletes.resume(notes, args, q.state or "", answer)
     assert (vault / "inbox.md").exists()
     done = server.deletes.resume(notes, args, q.state or "", answer)  # the same confirmation
     assert not isinstance(done, InputRequired) and done.deleted is True
