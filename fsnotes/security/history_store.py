@@ -163,12 +163,20 @@ class HistoryStore:
         self.max_bytes = max_bytes
         self.max_age_s = max_age_s
         self._clock = clock
-        # auto_vacuum only takes before the first table, and WAL mode would freeze it.
         self._db = LocalDB(
             state_dir / DB_NAME,
             timeout=LOCK_TIMEOUT_S,
             error=_error,
-            pragmas=("PRAGMA auto_vacuum = INCREMENTAL",),
+            pragmas=(
+                # Only takes before the first table (and WAL mode would freeze it).
+                "PRAGMA auto_vacuum = INCREMENTAL",
+                # Deleting a large copy inside a transaction spills its statement journal
+                # past 64 KiB to a temp file, which SQLite makes outside the state directory
+                # (in /var/tmp), where the jail lets nothing be created: "unable to open
+                # database file". In memory it costs at most the pages one statement
+                # changes (a note's size, 4 MiB at most).
+                "PRAGMA temp_store = MEMORY",
+            ),
         )
         self._db.create(SCHEMA)
         with self._db.reading() as db:
