@@ -94,7 +94,9 @@ def test_update_history_and_restore_in_the_modern_era(workspace: Path, tmp_path:
         assert modern_delete(w, plan, "plan.md")["deleted"] is True
         gone = history(w, plan)
         assert gone["exists"] is False and gone["versions"][0]["tool"] == "notes_delete"
-        again = ok(w.tool("notes_restore", {"uri": plan, "version": gone["versions"][0]["version"]}))
+        again = ok(
+            w.tool("notes_restore", {"uri": plan, "version": gone["versions"][0]["version"]})
+        )
         assert again["created"] is True and (workspace / "plan.md").read_text() == original
     finally:
         err = w.close()
@@ -519,9 +521,9 @@ def test_a_damaged_history_store_stops_start_up_with_one_line(
     state.mkdir(mode=0o700)
     (state / DB_NAME).write_bytes(b"not a database\n" * 300)
     os.chmod(state / DB_NAME, 0o600)
+    serve = [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace)]
     proc = subprocess.run(
-        [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace)]
-        + ["--state-dir", str(state)],
+        [*serve, "--state-dir", str(state)],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -532,8 +534,7 @@ def test_a_damaged_history_store_stops_start_up_with_one_line(
     assert "Traceback" not in proc.stderr
     # and --no-history starts without it
     ok_run = subprocess.run(
-        [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace)]
-        + ["--state-dir", str(state), "--no-history"],
+        [*serve, "--state-dir", str(state), "--no-history"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -570,10 +571,8 @@ def test_a_copy_that_does_not_fit_on_the_disk_stops_the_delete_and_says_why(
     big = "# Big\n" + "-" * (2 * 1024 * 1024)  # no words: the search index keeps little
     (ws / "big.md").write_text(big)
     (ws / "small.md").write_text("# Small\n")
-    w = Wire.spawn(
-        ["unshare", "-m", "sh", "-c", SERVE_WITH_SMALL_STATE, "sh", str(ws), str(state)]
-        + [sys.executable]
-    )
+    launch = ["unshare", "-m", "sh", "-c", SERVE_WITH_SMALL_STATE, "sh"]
+    w = Wire.spawn([*launch, str(ws), str(state), sys.executable])
     try:
         found = ok(w.tool("notes_list", {}))  # waits for the first build
         assert found["index"]["complete"] is True
