@@ -179,6 +179,10 @@ class HistoryStore:
             ),
         )
         self._db.create(SCHEMA)
+        try:
+            statedir.private_file(state_dir / LOCK_NAME)  # a link there stops start-up too
+        except statedir.StateFileError as exc:
+            raise _error(f"cannot be used ({exc})") from None
         with self._db.reading() as db:
             (found,) = db.execute("PRAGMA user_version").fetchone()
         if found != SCHEMA_VERSION:

@@ -153,7 +153,15 @@ def test_loose_state_files_left_from_before_are_tightened_at_start(tmp_path: Pat
         server.close()
 
 
-@pytest.mark.parametrize("name", [replay.DB_NAME, f"{setup_store.DB_NAME}-wal"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        replay.DB_NAME,
+        f"{setup_store.DB_NAME}-wal",
+        history_store.DB_NAME,
+        history_store.LOCK_NAME,
+    ],
+)
 def test_a_symlink_in_place_of_a_database_file_stops_start_up(tmp_path: Path, name: str) -> None:
     (tmp_path / "notes").mkdir()
     state = tmp_path / "st"
