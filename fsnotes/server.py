@@ -58,6 +58,11 @@ INSTRUCTIONS = (
     "changed meanwhile is never overwritten. notes_delete always asks the person to confirm; "
     "you cannot confirm for them."
 )
+# Said only when copies are kept (not with --no-history).
+HISTORY_INSTRUCTIONS = (
+    " What notes_update, notes_move and notes_delete replace is kept: notes_history lists a "
+    "note's versions (also of a deleted note, by its old uri) and notes_restore brings one back."
+)
 
 
 @dataclass
@@ -148,7 +153,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         name="fsnotes",
         version=__version__,
         title="fsnotes",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (HISTORY_INSTRUCTIONS if history.enabled else ""),
         tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
         lifespan=_lifespan(catalogs, setup.lifespan),

@@ -123,6 +123,7 @@ def test_update_delete_history_and_restore_in_the_legacy_era(
             },
         )
         assert init["result"]["protocolVersion"] == LEGACY
+        assert "notes_restore brings one back" in init["result"]["instructions"]
         w.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         call("notes_update", {"uri": plan, "content": "changed\n"})
         # the confirmed delete: a live elicitation/create answered by the person
@@ -459,6 +460,15 @@ def test_no_history_on_the_wire_keeps_nothing_and_says_so(workspace: Path, tmp_p
     plan = (workspace / "plan.md").as_uri()
     w = Wire(workspace, state, "--no-history")
     try:
+        init = w.call(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        )
+        assert "notes_history" not in init["result"]["instructions"]  # no promise of copies
         ok(w.tool("notes_update", {"uri": plan, "content": "changed\n"}))
         ok(w.tool("notes_move", {"uri": plan, "newPath": "moved.md"}))
         moved = (workspace / "moved.md").as_uri()
