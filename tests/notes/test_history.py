@@ -103,6 +103,19 @@ def test_move_keeps_the_note_under_its_old_path_and_says_where_it_went(
     assert history(server, vault, "archive/inbox.md").total == 0
 
 
+def test_a_move_refused_after_its_copy_was_kept_leaves_no_version(
+    server: Server, vault: Path
+) -> None:
+    (vault / "taken.md").write_text("# Taken\n")
+    with pytest.raises(ServiceError, match="already exists"):
+        ada(server).notes_move(uri(vault, "inbox.md"), "taken.md", None)
+    store = server.history.store
+    assert store is not None
+    assert not store.has_pending(server.config.workspace_objects()[0].uri, "inbox.md")
+    assert store.usage() == (0, 0)  # dropped at once, not left for a later look
+    assert history(server, vault, "inbox.md").total == 0
+
+
 def test_a_confirmed_delete_keeps_the_note_and_restore_brings_it_back_at_its_old_uri(
     server: Server, vault: Path
 ) -> None:
