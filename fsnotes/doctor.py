@@ -40,7 +40,7 @@ def history_facts(
     """Whether ``fsnotes serve`` with these settings (and the environment's) keeps history,
     where and within which bounds."""
     from .config import ConfigError, load
-    from .security.history_store import DB_NAME
+    from .security import history_store
 
     try:
         config = load(
@@ -55,7 +55,7 @@ def history_facts(
     h = config.history
     return {
         "enabled": h.enabled,
-        "store": str(config.state_dir / DB_NAME),
+        "store": str(config.state_dir / history_store.DB_NAME),
         "max_size_bytes": h.max_bytes,
         "max_age_days": h.max_age_s / 86400,
     }

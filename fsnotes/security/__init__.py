@@ -2,10 +2,12 @@
 
 Grants (principals, workspaces, access levels), sealed request state and its keyring, what
 a sealed question is bound to and what the answer said (``consent``), the replay store that
-makes a confirmation usable once, the state directory's files and locks, the rendering of
+makes a confirmation usable once, the history store (what changes replaced), the state
+directory's files and locks, the rendering of
 values a person must judge (``shown``) and the SQLite settings shared by our databases.
 
-``__all__`` is what other packages use (``statedir`` and ``shown`` as whole modules: the
+``__all__`` is what other packages use (``statedir``, ``history_store`` and ``shown`` as
+whole modules: the
 module ``shown`` would hide a function of that name here anyway). Each is imported
 on first use (PEP 562, as ``concurrent.futures`` does), so importing one module does not
 import the others.
@@ -17,9 +19,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from . import shown, statedir
+    from . import history_store, shown, statedir
     from .consent import Binding, ConsentRefused, Subject, answer_of, open_state
     from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace
+    from .history_store import (
+        DEFAULT_MAX_AGE_S,
+        DEFAULT_MAX_BYTES,
+        HistorySettings,
+        HistoryStore,
+        HistoryUnavailable,
+        Version,
+    )
     from .replay import (
         AlreadyUsed,
         ClaimNotRecorded,
@@ -33,6 +43,8 @@ if TYPE_CHECKING:
     from .sqlite import LocalDB
 
 __all__ = [
+    "DEFAULT_MAX_AGE_S",
+    "DEFAULT_MAX_BYTES",
     "Access",
     "AlreadyUsed",
     "Binding",
@@ -40,6 +52,9 @@ __all__ = [
     "ConsentRefused",
     "Grant",
     "Grants",
+    "HistorySettings",
+    "HistoryStore",
+    "HistoryUnavailable",
     "Keyring",
     "LocalDB",
     "NotGranted",
@@ -50,10 +65,12 @@ __all__ = [
     "StoreBusy",
     "StoreFull",
     "Subject",
+    "Version",
     "Workspace",
     "answer_of",
     "distinguishable",
     "has_hidden",
+    "history_store",
     "open_state",
     "shown",
     "statedir",
@@ -62,6 +79,8 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
+    "DEFAULT_MAX_AGE_S": "history_store",
+    "DEFAULT_MAX_BYTES": "history_store",
     "Access": "grants",
     "AlreadyUsed": "replay",
     "Binding": "consent",
@@ -69,6 +88,9 @@ _HOME = {
     "ConsentRefused": "consent",
     "Grant": "grants",
     "Grants": "grants",
+    "HistorySettings": "history_store",
+    "HistoryStore": "history_store",
+    "HistoryUnavailable": "history_store",
     "Keyring": "seal",
     "LocalDB": "sqlite",
     "NotGranted": "grants",
@@ -79,10 +101,12 @@ _HOME = {
     "StoreBusy": "replay",
     "StoreFull": "replay",
     "Subject": "consent",
+    "Version": "history_store",
     "Workspace": "grants",
     "answer_of": "consent",
     "distinguishable": "shown",
     "has_hidden": "shown",
+    "history_store": "history_store",
     "open_state": "consent",
     "shown": "shown",
     "statedir": "statedir",
