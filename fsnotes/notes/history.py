@@ -145,6 +145,16 @@ class History:
         except HistoryUnavailable as exc:
             log.warning("history version %d not resolved: %s", vid, exc)
 
+    def tidy(self) -> None:
+        """Prune the versions past the age bound, if there are any and no writer is busy:
+        so that they go even while nothing is changed (adding a version prunes too)."""
+        history = self.store
+        if history is None or not history.has_expired():
+            return
+        with history.writing_if_free() as held:
+            if held:
+                history.prune()
+
     def resolve(self, workspace: str, store: NoteStore, parts: Components) -> None:
         """Decide the note's pending copies left by killed processes, if any and if no
         writer is busy right now (they stay unlisted otherwise)."""

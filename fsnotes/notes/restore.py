@@ -42,6 +42,7 @@ def notes_history(notes: Notes, uri: str, limit: int | None) -> NotesHistoryResu
     path = display(loc.parts)
     try:
         notes.history.resolve(loc.workspace.uri, loc.store, loc.parts)
+        notes.history.tidy()
         versions, total = store.versions(
             loc.workspace.uri, path, min(limit or DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)
         )

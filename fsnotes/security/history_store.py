@@ -302,6 +302,14 @@ class HistoryStore:
             ).fetchone()
         return row is not None
 
+    def has_expired(self) -> bool:
+        """Whether some version is past the age bound (and so due to be pruned)."""
+        with self._db.reading() as db:
+            row = db.execute(
+                "SELECT 1 FROM version WHERE at < ? LIMIT 1", (self._clock() - self.max_age_s,)
+            ).fetchone()
+        return row is not None
+
     def prune(self) -> int:
         """Drop the versions past the age bound, then the oldest past the size bound;
         returns how many went."""

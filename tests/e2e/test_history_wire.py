@@ -437,19 +437,29 @@ def test_history_is_pruned_by_age_on_the_wire_and_at_start(
         assert history(w, plan)["total"] == 1
         time.sleep(2.0)
         assert history(w, plan)["total"] == 0  # past the bound: never listed or restored
+        assert _rows(state) == (0, 0)  # and gone from the file, though nothing changed
+        ok(w.tool("notes_update", {"uri": plan, "content": "two\n"}))
     finally:
         w.close()
+    assert _rows(state) == (1, 1)
+    time.sleep(2.0)
     w = Wire(workspace, state)  # a start prunes what aged meanwhile
     try:
         ok(w.tool("workspaces_list", {}))
     finally:
         w.close()
+    assert _rows(state) == (0, 0)
+
+
+def _rows(state: Path) -> tuple[int, int]:
+    """Versions and blobs in the history file, counted beside fsnotes."""
     db = sqlite3.connect(state / DB_NAME)
     try:
-        assert db.execute("SELECT COUNT(*) FROM version").fetchone() == (0,)
-        assert db.execute("SELECT COUNT(*) FROM blob").fetchone() == (0,)
+        (versions,) = db.execute("SELECT COUNT(*) FROM version").fetchone()
+        (blobs,) = db.execute("SELECT COUNT(*) FROM blob").fetchone()
     finally:
         db.close()
+    return int(versions), int(blobs)
 
 
 # --- no history, busy, damaged, full -------------------------------------------------------------
