@@ -10,6 +10,11 @@ from collections.abc import Sequence
 
 from . import __version__
 
+NO_HISTORY_HELP = (
+    "keep no copy of what notes_update, notes_move and notes_delete replace (nothing can be "
+    "restored); env FSNOTES_NO_HISTORY=1, [history] enabled = false"
+)
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -57,10 +62,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the setup page's loopback port, served from start-up to exit (without it the "
         "page runs only while a setup is pending, on FSNOTES_SETUP_PORT or 8765)",
     )
+    serve.add_argument("--no-history", action="store_true", help=NO_HISTORY_HELP)
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
 
     doctor = sub.add_parser("doctor", help="report which containment layers are active")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
+    doctor.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+    doctor.add_argument("--no-history", action="store_true", help="as for serve")
 
     sub.add_parser("demo", help="a scripted session on a bundled example vault")
 
@@ -126,14 +135,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 no_landlock=args.no_landlock,
                 setup_allow=args.setup_allow,
                 setup_port=args.setup_port,
+                no_history=args.no_history,
             )
             return serve(config)
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "doctor":
-        from .doctor import format_text, report
+        from .doctor import format_text, history_facts, report
 
-        data = report()
+        data = report(
+            history=history_facts(
+                config_file=args.config, state_dir=args.state_dir, no_history=args.no_history
+            )
+        )
         print(json.dumps(data, indent=2) if args.json else format_text(data))
         return 0
     if args.command == "demo":

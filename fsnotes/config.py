@@ -21,6 +21,10 @@ the config file can declare more workspaces, principals and grants::
     [state]                           # state shared by several instances (README)
     database = "postgresql://fsnotes:...@db:5432/fsnotes"   # default: SQLite files in state_dir
     instance = "notes-a"              # names this process in the audit log (host:pid)
+    [history]                         # copies of what notes tools replace (history_store)
+    enabled = true                    # or --no-history / FSNOTES_NO_HISTORY=1
+    max_size_mib = 256                # FSNOTES_HISTORY_MAX_SIZE_MIB
+    max_age_days = 30                 # FSNOTES_HISTORY_MAX_AGE_DAYS
 
     [setup]                           # run-time grants from the setup page (notes_setup)
     allow = ["/home/ada/shared"]      # folders strictly below these may be granted
@@ -50,8 +54,9 @@ from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 
 from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
-from .notes.store import DEFAULT_EXTENSIONS
+from .notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from .security.grants import Access, Grant, Workspace
+from .security.history_store import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, HistorySettings
 from .setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
 
 
@@ -84,6 +89,8 @@ class Config:
     # directory's SQLite files. Out of repr: it may carry a password.
     database: str | None = field(default=None, repr=False)
     instance: str | None = None  # the audit log's name for this process (default host:pid)
+    # Copies of what notes_update, notes_move and notes_delete replace (history_store.py).
+    history: HistorySettings = field(default_factory=HistorySettings)
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -123,6 +130,7 @@ def load(
     no_landlock: bool = False,
     setup_allow: Sequence[str] = (),
     setup_port: int | None = None,
+    no_history: bool = False,
     require_workspace: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> Config:
@@ -147,6 +155,7 @@ def load(
             "setup",
             "index",
             "state",
+            "history",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -214,6 +223,7 @@ def load(
 
     rescan_interval, watch = _index_settings(file_cfg.get("index", {}), env)
     database, instance = _state_settings(file_cfg.get("state", {}), env)
+    history = _history_settings(file_cfg.get("history", {}), env, no_history=no_history)
 
     return Config(
         principal=who,
@@ -229,6 +239,7 @@ def load(
         watch=watch,
         database=database,
         instance=instance,
+        history=history,
     )
 
 
@@ -295,6 +306,48 @@ def _index_settings(table: Any, env: Mapping[str, str]) -> tuple[float, bool]:
     if _truthy(env.get("FSNOTES_NO_WATCH")):
         watch = False
     return interval, watch
+
+
+HISTORY_KEYS = {"enabled", "max_size_mib", "max_age_days"}
+MIB = 1024 * 1024
+DAY_S = 24 * 3600.0
+# One version of the largest note must fit, or every change of such a note would be refused.
+MIN_HISTORY_BYTES = MAX_NOTE_BYTES
+
+
+def _history_settings(table: Any, env: Mapping[str, str], *, no_history: bool) -> HistorySettings:
+    if not isinstance(table, dict):
+        raise ConfigError("[history] must be a table")
+    unknown = set(table) - HISTORY_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [history]: {', '.join(sorted(unknown))}")
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError("[history] enabled must be true or false")
+    if no_history or _truthy(env.get("FSNOTES_NO_HISTORY")):
+        enabled = False
+    size_raw = env.get("FSNOTES_HISTORY_MAX_SIZE_MIB") or table.get(
+        "max_size_mib", DEFAULT_MAX_BYTES / MIB
+    )
+    age_raw = env.get("FSNOTES_HISTORY_MAX_AGE_DAYS") or table.get(
+        "max_age_days", DEFAULT_MAX_AGE_S / DAY_S
+    )
+    try:
+        max_bytes = int(float(size_raw) * MIB)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"history max_size_mib must be a number, not {size_raw!r}") from None
+    if max_bytes < MIN_HISTORY_BYTES:
+        raise ConfigError(
+            f"history max_size_mib must be at least {MIN_HISTORY_BYTES / MIB:g} (one copy of "
+            f"the largest note), not {size_raw!r}"
+        )
+    try:
+        max_age_s = float(age_raw) * DAY_S
+    except (TypeError, ValueError):
+        raise ConfigError(f"history max_age_days must be a number, not {age_raw!r}") from None
+    if not 0 < max_age_s < float("inf"):
+        raise ConfigError(f"history max_age_days must be more than 0, not {age_raw!r}")
+    return HistorySettings(enabled=enabled, max_bytes=max_bytes, max_age_s=max_age_s)
 
 
 SETUP_KEYS = {"allow", "max_access", "port", "bind"}

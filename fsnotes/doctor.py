@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from sandbox import probe
@@ -15,7 +16,7 @@ from sandbox.jail import JailReport, applied_report
 
 from .notes.indexer import environment as index_environment
 
-__all__ = ["format_text", "report"]
+__all__ = ["format_text", "history_facts", "report"]
 
 # Capabilities that would let a process step around file permissions or the jail.
 _DANGEROUS_CAPS = frozenset(
@@ -29,11 +30,45 @@ _SECCOMP_NOTE = (
 )
 
 
-def report(applied: JailReport | None = None) -> dict[str, Any]:
+def history_facts(
+    *,
+    config_file: str | None = None,
+    state_dir: str | None = None,
+    no_history: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Whether ``fsnotes serve`` with these settings (and the environment's) keeps history,
+    where and within which bounds."""
+    from .config import ConfigError, load
+    from .security import history_store
+
+    try:
+        config = load(
+            config_file=config_file,
+            state_dir=state_dir,
+            no_history=no_history,
+            require_workspace=False,
+            env=env,
+        )
+    except ConfigError as exc:
+        return {"enabled": None, "detail": f"unknown: the configuration is not usable ({exc})"}
+    h = config.history
+    return {
+        "enabled": h.enabled,
+        "store": str(config.state_dir / history_store.DB_NAME),
+        "max_size_bytes": h.max_bytes,
+        "max_age_days": h.max_age_s / 86400,
+    }
+
+
+def report(
+    applied: JailReport | None = None, *, history: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The facts about this process and machine, as plain JSON types.
 
     ``applied``: the report of the jail this process applied, if any (defaults to the one
-    :func:`sandbox.jail.apply_landlock` recorded in this process).
+    :func:`sandbox.jail.apply_landlock` recorded in this process). ``history``: from
+    :func:`history_facts` (defaults to the environment's settings).
     """
     facts = probe.probe()
     jail = applied if applied is not None else applied_report()
@@ -73,7 +108,15 @@ def report(applied: JailReport | None = None) -> dict[str, Any]:
             "This Python's SQLite has no FTS5: fsnotes cannot build its search index here."
         )
 
+    if history is None:
+        history = history_facts()
+    if history["enabled"] is False:
+        warnings.append(
+            "History is off: a note a model overwrites, moves or deletes cannot be restored."
+        )
+
     return {
+        "history": history,
         "setup_page": setup_page,
         "search_index": index,
         "platform": facts.platform,
@@ -167,6 +210,24 @@ def _index_lines(index: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _history_lines(history: dict[str, Any]) -> list[str]:
+    if history["enabled"] is None:
+        return [f"History: {history['detail']}."]
+    if not history["enabled"]:
+        return [
+            "History: off (--no-history, FSNOTES_NO_HISTORY=1 or [history] enabled = false): "
+            "notes_update, notes_move and notes_delete keep no copy of what they replace, and "
+            "notes_restore has nothing to bring back."
+        ]
+    size_mib = history["max_size_bytes"] / (1024 * 1024)
+    return [
+        f"History: on; notes_update, notes_move and notes_delete keep what they replace in "
+        f"{history['store']}, at most {size_mib:g} MiB and {history['max_age_days']:g} days "
+        "(oldest pruned first; [history] max_size_mib, max_age_days).",
+        "  --no-history (FSNOTES_NO_HISTORY=1) keeps no copies.",
+    ]
+
+
 def _yes_no(value: bool | None) -> str:
     return "unknown" if value is None else ("yes" if value else "no")
 
@@ -235,6 +296,7 @@ def format_text(report: dict[str, Any]) -> str:
         lines.append(f"  {stack}; {ports}.")
 
     lines.extend(_index_lines(report["search_index"]))
+    lines.extend(_history_lines(report["history"]))
 
     priv = layers["privileges"]
     caps = priv["capabilities"]

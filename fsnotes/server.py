@@ -33,6 +33,7 @@ from sandbox.root import Root
 from . import __version__
 from .config import Config, ConfigError
 from .notes.confirm import DeleteFlow
+from .notes.history import History
 from .notes.indexer import Catalogs
 from .notes.resources import NotesResources
 from .notes.service import NotesService
@@ -42,6 +43,7 @@ from .protocol.registry import App
 from .security import statedir
 from .security.audit import Auditor, AuditUnavailable, default_instance, open_audit
 from .security.grants import Access
+from .security.history_store import HistoryStore, HistoryUnavailable
 from .security.replay import SQLReplayStore, StoreBusy, open_replay
 from .security.seal import Keyring, Sealer
 from .security.state import SharedState, StateUnavailable
@@ -58,6 +60,11 @@ INSTRUCTIONS = (
     "changed meanwhile is never overwritten. notes_delete always asks the person to confirm; "
     "you cannot confirm for them."
 )
+# Said only when copies are kept (not with --no-history).
+HISTORY_INSTRUCTIONS = (
+    " What notes_update, notes_move and notes_delete replace is kept: notes_history lists a "
+    "note's versions (also of a deleted note, by its old uri) and notes_restore brings one back."
+)
 
 
 @dataclass
@@ -69,6 +76,7 @@ class Server:
     roots: list[Root]
     replay: SQLReplayStore
     config: Config
+    history: History  # copies of what changes replace; History.off() with --no-history
     setup: SetupPart  # notes_setup, its store, the allowlisted folders, the page
     shared: SharedState  # where the replay store, the setup store and the audit log live
     audit: Auditor
@@ -123,6 +131,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             )
         except AuditUnavailable as exc:
             raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
+        history = open_history(config, clock)
         sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
         try:
             setup = build_setup(
@@ -154,13 +163,15 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         rescan_interval=config.rescan_interval,
         watch=config.watch,
     )
-    service = NotesService(grants=grants, stores=stores, catalogs=catalogs, audit=audit)
+    service = NotesService(
+        grants=grants, stores=stores, catalogs=catalogs, audit=audit, history=history
+    )
     deletes = DeleteFlow(sealer, replay, clock)
     app = App(
         name="fsnotes",
         version=__version__,
         title="fsnotes",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (HISTORY_INSTRUCTIONS if history.enabled else ""),
         tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
         lifespan=_lifespan(catalogs, setup.lifespan),
@@ -173,10 +184,34 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         roots=roots,
         replay=replay,
         config=config,
+        history=history,
         setup=setup,
         shared=shared,
         audit=audit,
     )
+
+
+def open_history(config: Config, clock: Any) -> History:
+    """The history store (pruned to its bounds now), or none with --no-history: then no
+    history file is created or opened at all."""
+    settings = config.history
+    if not settings.enabled:
+        log.info("history off (--no-history): changes keep no copy of what they replace")
+        return History.off()
+    try:
+        store = HistoryStore(
+            config.state_dir,
+            max_bytes=settings.max_bytes,
+            max_age_s=settings.max_age_s,
+            clock=clock,
+        )
+        store.prune()  # a bound lowered since the last run, or versions that aged meanwhile
+    except HistoryUnavailable as exc:
+        raise ConfigError(
+            f"cannot open the history database in {config.state_dir}: {exc} "
+            "(--no-history starts without it)"
+        ) from None
+    return History(store)
 
 
 def _lifespan(

@@ -87,3 +87,40 @@ def test_bad_config_is_explained(fs: object) -> None:
         f.write("workspaces = []\n")
     with pytest.raises(ConfigError, match="unknown keys"):
         load(config_file="/typo.toml", env={})
+
+
+def test_history_bounds_come_from_the_environment_before_the_config_file(fs: object) -> None:
+    with open("/h.toml", "w") as f:
+        f.write("[history]\nmax_size_mib = 64\nmax_age_days = 7\n")
+    settings = load(workspaces=["/notes"], config_file="/h.toml", env={}).history
+    assert (settings.enabled, settings.max_bytes, settings.max_age_s) == (
+        True,
+        64 * 1024 * 1024,
+        7 * 86400.0,
+    )
+    env = {"FSNOTES_HISTORY_MAX_SIZE_MIB": "8", "FSNOTES_HISTORY_MAX_AGE_DAYS": "0.5"}
+    settings = load(workspaces=["/notes"], config_file="/h.toml", env=env).history
+    assert (settings.max_bytes, settings.max_age_s) == (8 * 1024 * 1024, 43200.0)
+    defaults = load(workspaces=["/notes"], env={}).history
+    assert (defaults.max_bytes, defaults.max_age_s) == (256 * 1024 * 1024, 30 * 86400.0)
+    assert load(workspaces=["/notes"], no_history=True, env={}).history.enabled is False
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("max_size_mib = 3", "at least 4"),  # below one copy of the largest note
+        ("max_size_mib = 'lots'", "must be a number"),
+        ("max_age_days = 0", "more than 0"),
+        ("max_age_days = -1", "more than 0"),
+        ("max_age_days = nan", "more than 0"),
+        ("max_age_days = inf", "more than 0"),
+        ("enabled = 'no'", "true or false"),
+        ("keep = true", "unknown keys in \\[history\\]"),
+    ],
+)
+def test_bad_history_settings_are_explained(fs: object, table: str, message: str) -> None:
+    with open("/h.toml", "w") as f:
+        f.write(f"[history]\n{table}\n")
+    with pytest.raises(ConfigError, match=message):
+        load(workspaces=["/notes"], config_file="/h.toml", env={})

@@ -1,10 +1,10 @@
 """The notes: Markdown files in granted workspaces, their search index, and the tools.
 
 ``__all__`` is what other packages use: the store, the service and its tools and
-resources, the confirmed-delete flow, the index's catalogs and its doctor facts. Each is
-imported on first use (PEP 562, as ``concurrent.futures`` does), so that importing one
-module, as ``fsnotes.config`` does with the store and the indexer's constants, does not
-import the tools, the protocol core and pydantic with it.
+resources, the confirmed-delete flow, the history kept of changes, the index's catalogs and
+its doctor facts. Each is imported on first use (PEP 562, as ``concurrent.futures`` does),
+so that importing one module, as ``fsnotes.config`` does with the store and the indexer's
+constants, does not import the tools, the protocol core and pydantic with it.
 """
 
 from __future__ import annotations
@@ -14,17 +14,20 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .confirm import DeleteFlow
+    from .history import History
     from .indexer import DEFAULT_RESCAN_INTERVAL_S, Catalogs, environment
     from .resources import NotesResources
     from .service import NotesService
-    from .store import DEFAULT_EXTENSIONS, NoteStore
+    from .store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES, NoteStore
     from .tools import build_tools
 
 __all__ = [
     "DEFAULT_EXTENSIONS",
     "DEFAULT_RESCAN_INTERVAL_S",
+    "MAX_NOTE_BYTES",
     "Catalogs",
     "DeleteFlow",
+    "History",
     "NoteStore",
     "NotesResources",
     "NotesService",
@@ -39,6 +42,8 @@ _HOME = {
     "DEFAULT_RESCAN_INTERVAL_S": "indexer",
     "Catalogs": "indexer",
     "DeleteFlow": "confirm",
+    "History": "history",
+    "MAX_NOTE_BYTES": "store",
     "NoteStore": "store",
     "NotesResources": "resources",
     "NotesService": "service",

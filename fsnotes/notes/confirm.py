@@ -35,6 +35,7 @@ from ..security.replay import AlreadyUsed, ClaimNotRecorded, ReplayStore, StoreB
 from ..security.seal import Sealer
 from ..security.shown import distinguishable, shown
 from .catalog import CatalogUnavailable
+from .history import HistoryUnavailable
 from .models import DeleteResult
 from .service import Located, Notes, ServiceError, explain
 from .store import Note, NoteError, display, iso_time
@@ -340,21 +341,30 @@ class DeleteFlow:
             "delete", TOOL_NAME, target, etag_before=chosen.etag, confirmed_by=svc.principal
         ) as ticket:
             try:
-                with self.replay.claim(sealed.nonce, sealed.expires):
+                # What is deleted is kept first (durably, before the unlink), under the
+                # claim: no copy, no delete.
+                with svc.keeping(target, TOOL_NAME) as keep:
                     try:
-                        target.store.remove(target.parts, chosen.identity)
-                    except (sx.SandboxError, NoteError) as exc:
-                        failure = exc
-            except ClaimNotRecorded:
-                # The note is gone; only the record that this confirmation was used is
-                # missing. A replay finds no note with the sealed identity, so it deletes
-                # nothing more.
-                recorded = False
+                        with self.replay.claim(sealed.nonce, sealed.expires):
+                            keep(live.text.encode("utf-8"))  # the bytes read (strict UTF-8)
+                            try:
+                                target.store.remove(target.parts, chosen.identity)
+                            except (sx.SandboxError, NoteError) as exc:
+                                failure = exc
+                    except ClaimNotRecorded:
+                        # The note is gone; only the record that this confirmation was used
+                        # is missing. A replay finds no note with the sealed identity, so it
+                        # deletes nothing more.
+                        recorded = False
+                    if failure is not None:
+                        raise _Spent  # the claim stays committed; the copy is not needed
+            except _Spent:
+                pass
             except AlreadyUsed:
                 raise ConsentRefused(
                     "This confirmation was already used; nothing more was deleted."
                 ) from None
-            except (StoreFull, StoreBusy) as exc:
+            except (StoreFull, StoreBusy, HistoryUnavailable) as exc:
                 raise ConsentRefused(f"Nothing was deleted: {exc}.") from None
             if failure is not None:
                 ticket.failed(f"confirmation spent: {type(failure).__name__}")
@@ -368,6 +378,11 @@ class DeleteFlow:
         if not recorded:
             message += " (The confirmation could not be recorded as used; it deletes nothing more.)"
         return _result(True, "deleted", message, uri=target.uri, path=chosen.note_id)
+
+
+class _Spent(Exception):
+    """Leaves the history's block as a failure when a removal failed after its claim was
+    committed: the note is still there, so the copy taken of it is dropped."""
 
 
 def _result(

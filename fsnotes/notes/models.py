@@ -243,4 +243,66 @@ class DeleteResult(BaseModel):
     path: str | None = None
 
 
+# --- history ---------------------------------------------------------------------------------
+
+DEFAULT_HISTORY_LIMIT = 20
+MAX_HISTORY_LIMIT = 100  # versions the model can weigh in one answer
+
+
+class NotesHistoryArgs(_Args):
+    uri: str = Field(
+        description="The note's file:// URI; a note that was deleted or moved away keeps its "
+        "history under its old URI."
+    )
+    limit: int | None = Field(default=None, ge=1, le=MAX_HISTORY_LIMIT, description="Versions.")
+
+
+class NotesRestoreArgs(_Args):
+    uri: str = Field(description="The note's file:// URI (its old URI for a deleted note).")
+    version: int = Field(ge=1, description="The version's number from notes_history.")
+    etag: str | None = Field(
+        default=None,
+        description="Required when the note exists: its current etag (currentEtag from "
+        "notes_history, or from notes_read). Leave it out to re-create a deleted note.",
+    )
+
+
+class HistoryVersion(BaseModel):
+    version: int = Field(description="Pass to notes_restore.")
+    time: str = Field(description="When a tool replaced these bytes, ISO 8601 UTC.")
+    etag: str = Field(description="SHA-256 of this version's content.")
+    size: int
+    principal: str = Field(description="Who made the change that replaced this version.")
+    tool: str = Field(
+        description="The change that replaced it: notes_update, notes_move, notes_delete or "
+        "notes_restore."
+    )
+    movedTo: str | None = Field(default=None, description="notes_move: where the note went.")
+
+
+class NotesHistoryResult(BaseModel):
+    uri: str
+    path: str
+    exists: bool = Field(description="Whether a note is at this path now.")
+    currentEtag: str | None = Field(
+        default=None, description="The etag of the note there now (pass it to notes_restore)."
+    )
+    versions: list[HistoryVersion] = Field(description="Newest first.")
+    total: int = Field(description="How many versions are kept in all.")
+
+
+class NotesRestoreResult(BaseModel):
+    uri: str
+    path: str
+    etag: str = Field(description="The note's etag now.")
+    size: int
+    restored: int = Field(description="The version brought back.")
+    created: bool = Field(description="True when the note did not exist and was re-created.")
+    keptVersion: int | None = Field(
+        default=None,
+        description="The version that now holds what the restore replaced (restore it to "
+        "undo this one).",
+    )
+
+
 # --- handlers ------------------------------------------------------------------------------

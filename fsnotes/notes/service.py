@@ -19,7 +19,7 @@ import errno
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox import errors as sx
@@ -28,6 +28,7 @@ from sandbox import uri as lexical
 from ..security.audit import Auditor, AuditUnavailable, Entry, Ticket
 from ..security.grants import Access, Grants, NotGranted, Workspace
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
+from .history import History, HistoryUnavailable, Keep, current_etag
 from .index import IndexProblem
 from .indexer import Catalogs
 from .models import (
@@ -132,13 +133,16 @@ class NotesService:
     stores: dict[str, NoteStore]  # by workspace name
     catalogs: Catalogs
     audit: Auditor
+    history: History = field(default_factory=History.off)  # what changes keep (history.py)
 
     def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
         """The notes as ``principal`` may use them, for one request. ``roots``: the roots a
         legacy session's client reported (None for a modern, stateless request): hints
         that may pick the default workspace among the granted ones, never add one."""
         hints = None if roots is None else _root_hints(self.grants, principal, roots)
-        return Notes(self.grants, self.stores, self.catalogs, self.audit, principal, hints)
+        return Notes(
+            self.grants, self.stores, self.catalogs, self.audit, principal, hints, self.history
+        )
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,7 @@ class Notes:
     audit: Auditor
     principal: str
     hints: tuple[Components, ...] | None = None  # None: no session, so no hints
+    history: History = field(default_factory=History.off)
 
     # --- scope ---------------------------------------------------------------------------
 
@@ -332,11 +337,16 @@ class Notes:
 
         try:
             with self.audited("update", "notes_update", loc, etag_before=etag) as ticket:
-                new_etag, info = loc.store.update(loc.parts, transform, expect_etag=etag)
+                with self.keeping(loc, "notes_update") as keep:
+                    new_etag, info = loc.store.update(
+                        loc.parts, transform, expect_etag=etag, keep=keep
+                    )
                 ticket.etag_before = before[-1]
                 ticket.done(etag_after=new_etag)
         except (sx.SandboxError, NoteError) as exc:
             raise ServiceError(explain(exc, loc.parts)) from None
+        except HistoryUnavailable as exc:
+            raise ServiceError(f"Nothing was written: {exc}.") from None
         self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
         return WriteResult(uri=loc.uri, path=display(loc.parts), etag=new_etag, size=info.size)
 
@@ -345,12 +355,17 @@ class Notes:
         dst = self.relative(loc.workspace, new_path)
         try:
             with self.audited("move", "notes_move", loc, etag_before=etag) as ticket:
-                moved_etag, _info = loc.store.move(loc.parts, dst.parts, expect_etag=etag)
+                with self.keeping(loc, "notes_move") as keep:
+                    moved_etag, _info = loc.store.move(
+                        loc.parts, dst.parts, expect_etag=etag, keep=keep
+                    )
                 ticket.etag_before = moved_etag
                 ticket.done(etag_after=moved_etag, path_after=display(dst.parts))
         except (sx.SandboxError, NoteError) as exc:
             failing = dst.parts if isinstance(exc, sx.AlreadyExists) else loc.parts
             raise ServiceError(explain(exc, failing)) from None
+        except HistoryUnavailable as exc:
+            raise ServiceError(f"Nothing was moved: {exc}.") from None
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
         return MoveResult(
             uri=dst.uri, path=display(dst.parts), previousUri=loc.uri, etag=moved_etag
@@ -389,6 +404,17 @@ class Notes:
             self.audit.finish(ticket, exc)
             raise
         self.audit.finish(ticket)
+
+    def keeping(self, loc: Located, tool: str) -> contextlib.AbstractContextManager[Keep]:
+        """One change of the note at ``loc`` by this request's principal with ``tool``: what
+        it replaces is kept first (see :meth:`History.keeping`; HistoryUnavailable)."""
+        return self.history.keeping(
+            loc.workspace.uri,
+            loc.parts,
+            principal=self.principal,
+            tool=tool,
+            current=lambda: current_etag(loc.store, loc.parts),
+        )
 
     def workspace_catalog(self, workspace_uri: str | None) -> Catalog:
         """The catalog of the workspace a read call names (authorized for reading)."""

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
@@ -30,6 +31,15 @@ MAX_NOTE_BYTES = 4 * 1024 * 1024
 # How many walked entries the leftover sweep handles between two calls of its checkpoint
 # (cancellation): often enough to stop within milliseconds, rarely enough to cost nothing.
 SWEEP_CHECKPOINT_EVERY = 1024
+
+
+class Keeper(Protocol):
+    """Keeps the bytes a change is about to replace (the history's, :mod:`.history`); may
+    raise to stop the change before anything is written."""
+
+    def __call__(
+        self, old: bytes, *, new: bytes | None = None, moved_to: str | None = None
+    ) -> None: ...
 
 
 class NoteError(Exception):
@@ -170,12 +180,14 @@ class NoteStore:
         transform: Callable[[str], str],
         *,
         expect_etag: str | None,
+        keep: Keeper | None = None,
     ) -> tuple[str, FileInfo]:
         """Rewrite a note atomically; ``transform`` may raise NoteError to write nothing.
 
         The etag check and the transform see the same bytes that the sandbox then replaces,
         under its update lock, so a stale etag can never overwrite newer content written by
-        another fsnotes process.
+        another fsnotes process. ``keep(old, new=new)`` (the history's) gets those bytes and
+        the new ones before anything is written; if it raises, nothing is.
         """
         self.check_note_path(parts)
         written: list[bytes] = []
@@ -187,6 +199,8 @@ class NoteStore:
                     f"{expect_etag}); read it again and redo the change. Nothing was written."
                 )
             new = self._encode(transform(_decode(current.data, parts)))
+            if keep is not None:
+                keep(current.data, new=new)
             written.append(new)
             return new
 
@@ -194,8 +208,15 @@ class NoteStore:
         return etag_of(written[-1]), info
 
     def move(
-        self, src: Components, dst: Components, *, expect_etag: str | None
+        self,
+        src: Components,
+        dst: Components,
+        *,
+        expect_etag: str | None,
+        keep: Keeper | None = None,
     ) -> tuple[str, FileInfo]:
+        """Move a note without replacing anything; ``keep(old, moved_to=...)`` (the
+        history's) gets its bytes before the move, and if it raises, nothing moves."""
         self.check_note_path(src)
         self.check_note_path(dst)
         current = self.read(src)
@@ -204,6 +225,9 @@ class NoteStore:
                 f"'{display(src)}' changed since you read it (its etag is no longer "
                 f"{expect_etag}); read it again before moving it. Nothing was moved."
             )
+        if keep is not None:
+            # Exactly the bytes read: they were decoded from strict UTF-8.
+            keep(current.text.encode("utf-8"), moved_to=display(dst))
         info = self.root.move(src, dst, make_parents=True, expect=current.identity)
         return current.etag, info
 

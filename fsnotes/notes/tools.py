@@ -31,11 +31,15 @@ from .models import (
     MoveResult,
     NotesCreateArgs,
     NotesDeleteArgs,
+    NotesHistoryArgs,
+    NotesHistoryResult,
     NotesListArgs,
     NotesListResult,
     NotesMoveArgs,
     NotesReadArgs,
     NotesReadResult,
+    NotesRestoreArgs,
+    NotesRestoreResult,
     NotesSearchArgs,
     NotesSearchResult,
     NotesUpdateArgs,
@@ -43,6 +47,7 @@ from .models import (
     WorkspacesListResult,
     WriteResult,
 )
+from .restore import notes_history, notes_restore
 from .service import Notes, NotesService, ServiceError
 
 T = TypeVar("T")
@@ -121,6 +126,14 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
         if state is None:
             return await _call(lambda: deletes.ask(notes, bound))
         return await _call(lambda: deletes.resume(notes, bound, state, ctx.input_responses))
+
+    async def history(ctx: RequestContext, a: NotesHistoryArgs) -> NotesHistoryResult:
+        notes = acting(ctx)
+        return await _call(lambda: notes_history(notes, a.uri, a.limit))
+
+    async def restore(ctx: RequestContext, a: NotesRestoreArgs) -> NotesRestoreResult:
+        notes = acting(ctx)
+        return await _call(lambda: notes_restore(notes, a.uri, a.version, a.etag))
 
     return [
         Tool(
@@ -204,5 +217,28 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=DeleteResult,
             annotations=ToolAnnotations(title="Delete a note", destructive=True),
             handler=notes_delete,
+        ),
+        Tool(
+            name="notes_history",
+            title="A note's history",
+            description="The versions of a note that notes_update, notes_move, notes_delete "
+            "and notes_restore replaced, newest first (version, time, etag, size, principal, "
+            "tool). A deleted or moved note keeps its history under its old uri.",
+            input_model=NotesHistoryArgs,
+            output_model=NotesHistoryResult,
+            annotations=_read_only("A note's history"),
+            handler=history,
+        ),
+        Tool(
+            name="notes_restore",
+            title="Restore a version",
+            description="Bring back a version from notes_history as a normal write. Over an "
+            "existing note pass its current etag (nothing is written if it changed); what it "
+            "replaces becomes a version too, so a restore can be undone. A deleted note is "
+            "re-created at its old uri (without etag), never replacing anything.",
+            input_model=NotesRestoreArgs,
+            output_model=NotesRestoreResult,
+            annotations=ToolAnnotations(title="Restore a version", destructive=True),
+            handler=restore,
         ),
     ]

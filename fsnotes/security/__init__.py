@@ -2,12 +2,13 @@
 
 Grants (principals, workspaces, access levels), sealed request state and its keyring, what
 a sealed question is bound to and what the answer said (``consent``), the replay store that
-makes a confirmation usable once, the audit log, the state directory's files and locks, the
-rendering of values a person must judge (``shown``), and where the shared stores live
-(``state``: the state directory's SQLite files, or PostgreSQL behind the same ``database``
-seam).
+makes a confirmation usable once, the audit log, the history store (what changes
+replaced), the state directory's files and locks, the rendering of values a person must
+judge (``shown``), and where the shared stores live (``state``: the state directory's SQLite
+files, or PostgreSQL behind the same ``database`` seam).
 
-``__all__`` is what other packages use (``statedir`` and ``shown`` as whole modules: the
+``__all__`` is what other packages use (``statedir``, ``history_store`` and ``shown`` as
+whole modules: the
 module ``shown`` would hide a function of that name here anyway). Each is imported
 on first use (PEP 562, as ``concurrent.futures`` does), so importing one module does not
 import the others.
@@ -19,7 +20,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from . import shown, statedir
+    from . import history_store, shown, statedir
     from .audit import (
         PENDING,
         Auditor,
@@ -33,6 +34,14 @@ if TYPE_CHECKING:
     from .consent import Binding, ConsentRefused, Subject, answer_of, open_state
     from .database import SQL, Database
     from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace
+    from .history_store import (
+        DEFAULT_MAX_AGE_S,
+        DEFAULT_MAX_BYTES,
+        HistorySettings,
+        HistoryStore,
+        HistoryUnavailable,
+        Version,
+    )
     from .replay import (
         AlreadyUsed,
         ClaimNotRecorded,
@@ -48,6 +57,8 @@ if TYPE_CHECKING:
     from .state import SharedState, StateUnavailable
 
 __all__ = [
+    "DEFAULT_MAX_AGE_S",
+    "DEFAULT_MAX_BYTES",
     "PENDING",
     "SQL",
     "Access",
@@ -61,6 +72,9 @@ __all__ = [
     "Entry",
     "Grant",
     "Grants",
+    "HistorySettings",
+    "HistoryStore",
+    "HistoryUnavailable",
     "Keyring",
     "LocalDB",
     "NotGranted",
@@ -75,11 +89,13 @@ __all__ = [
     "StoreFull",
     "Subject",
     "Ticket",
+    "Version",
     "Workspace",
     "answer_of",
     "default_instance",
     "distinguishable",
     "has_hidden",
+    "history_store",
     "open_audit",
     "open_replay",
     "open_state",
@@ -90,6 +106,8 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
+    "DEFAULT_MAX_AGE_S": "history_store",
+    "DEFAULT_MAX_BYTES": "history_store",
     "Access": "grants",
     "AlreadyUsed": "replay",
     "AuditUnavailable": "audit",
@@ -101,6 +119,9 @@ _HOME = {
     "Entry": "audit",
     "Grant": "grants",
     "Grants": "grants",
+    "HistorySettings": "history_store",
+    "HistoryStore": "history_store",
+    "HistoryUnavailable": "history_store",
     "Keyring": "seal",
     "LocalDB": "sqlite",
     "NotGranted": "grants",
@@ -117,6 +138,7 @@ _HOME = {
     "StoreFull": "replay",
     "Subject": "consent",
     "Ticket": "audit",
+    "Version": "history_store",
     "Workspace": "grants",
     "answer_of": "consent",
     "default_instance": "audit",
@@ -124,6 +146,7 @@ _HOME = {
     "has_hidden": "shown",
     "open_audit": "audit",
     "open_replay": "replay",
+    "history_store": "history_store",
     "open_state": "consent",
     "shown": "shown",
     "statedir": "statedir",

@@ -33,6 +33,7 @@ from .database import Dialect
 # SQLite's primary result codes for "someone else holds the lock" (extended codes such as
 # SQLITE_BUSY_SNAPSHOT share the prefix).
 _BUSY_CODES = ("SQLITE_BUSY", "SQLITE_LOCKED")
+_FULL_CODE = "SQLITE_FULL"
 
 
 def describe(exc: sqlite3.Error) -> str:
@@ -40,6 +41,8 @@ def describe(exc: sqlite3.Error) -> str:
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name.startswith(_BUSY_CODES):
         return "is busy (another process is holding its lock); try again shortly"
+    if name == _FULL_CODE:
+        return "is full (the disk holding the state directory has no space left)"
     return f"cannot be used ({exc})"
 
 
@@ -47,16 +50,26 @@ class LocalDB:
     """A database file in the state directory with one connection per thread.
 
     ``error`` builds the exception every failure is raised as, from a phrase such as
-    ``"is busy (...)"``; the store prefixes its own name.
+    ``"is busy (...)"``; the store prefixes its own name. ``pragmas`` run on every new
+    connection before the switch to WAL (settings such as ``auto_vacuum`` that a database
+    takes only before its first table, and that WAL mode would otherwise freeze).
     """
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: Path, *, timeout: float, error: Callable[[str], Exception]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        timeout: float,
+        error: Callable[[str], Exception],
+        pragmas: Sequence[str] = (),
+    ) -> None:
         self.path = path
         self.where = str(path)
         self._timeout = timeout
         self._error = error
+        self._pragmas = tuple(pragmas)
         self._local = threading.local()
 
     def create(self, schema: Sequence[str]) -> None:
@@ -88,6 +101,8 @@ class LocalDB:
         except sqlite3.Error as exc:
             raise self._error(describe(exc)) from None
         try:
+            for pragma in self._pragmas:
+                db.execute(pragma)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:

@@ -53,14 +53,16 @@ def test_tools_list_is_deterministic_with_fixed_descriptors(wire: Wire) -> None:
         "notes_update",
         "notes_move",
         "notes_delete",
+        "notes_history",
+        "notes_restore",
         "notes_setup",
     ]
     assert tools["notes_setup"]["annotations"]["destructiveHint"] is False
     assert set(tools["notes_setup"]["inputSchema"]["properties"]) == {"workspaceUri", "access"}
     assert tools["notes_setup"]["inputSchema"]["required"] == ["workspaceUri"]
-    for name in ("workspaces_list", "notes_list", "notes_read", "notes_search"):
+    for name in ("workspaces_list", "notes_list", "notes_read", "notes_search", "notes_history"):
         assert tools[name]["annotations"]["readOnlyHint"] is True
-    for name in ("notes_update", "notes_move", "notes_delete"):
+    for name in ("notes_update", "notes_move", "notes_delete", "notes_restore"):
         assert tools[name]["annotations"]["destructiveHint"] is True
     assert tools["notes_create"]["annotations"]["destructiveHint"] is False
     assert set(tools["notes_update"]["inputSchema"]["properties"]) == {

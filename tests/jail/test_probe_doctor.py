@@ -144,3 +144,45 @@ def test_doctor_states_the_search_index_watcher_budget_and_rescan_interval() -> 
     text = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True).stdout
     assert "Search index: SQLite" in text and "one watch per folder" in text
     assert "Rescan: every 60 s" in text and "Docker Desktop" in text
+
+
+def test_doctor_states_whether_history_is_kept_where_and_within_which_bounds(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    run = [sys.executable, "-m", "fsnotes", "doctor", "--state-dir", str(state)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSNOTES_")}
+    on = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True, env=env)
+    assert (
+        "History: on; notes_update, notes_move and notes_delete keep what they replace in "
+        f"{state}/history.sqlite3, at most 256 MiB and 30 days"
+    ) in on.stdout
+    assert "--no-history (FSNOTES_NO_HISTORY=1) keeps no copies" in on.stdout
+    assert "History is off" not in on.stdout
+    facts = json.loads(
+        subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=60, env=env).stdout
+    )["history"]
+    assert facts == {
+        "enabled": True,
+        "store": f"{state}/history.sqlite3",
+        "max_size_bytes": 256 * 1024 * 1024,
+        "max_age_days": 30,
+    }
+    for how, extra_env in ((["--no-history"], {}), ([], {"FSNOTES_NO_HISTORY": "1"})):
+        off = subprocess.run(
+            [*run, *how], capture_output=True, text=True, timeout=60, env={**env, **extra_env}
+        )
+        assert "History: off (--no-history" in off.stdout, off.stdout
+        assert "WARNING: History is off: a note a model overwrites" in off.stdout
+    bounded = subprocess.run(
+        run,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "FSNOTES_HISTORY_MAX_SIZE_MIB": "64", "FSNOTES_HISTORY_MAX_AGE_DAYS": "7"},
+    )
+    assert "at most 64 MiB and 7 days" in bounded.stdout
+    assert not state.exists()  # doctor only reports; it creates nothing

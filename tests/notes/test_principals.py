@@ -120,6 +120,40 @@ async def test_a_delete_confirmed_for_one_principal_cannot_be_completed_by_anoth
         assert not note.exists()
 
 
+async def test_each_kept_version_names_the_principal_of_the_request_that_replaced_it(
+    shared: tuple[Server, Path, Path],
+) -> None:
+    server, team, _diary = shared
+    note = (team / "plan.md").as_uri()
+    async with (
+        running(ServerConnection(server.app, principal="ada")) as ada,
+        running(ServerConnection(server.app, principal="bob")) as bob,
+    ):
+        await result(ada, 1, "notes_update", {"uri": note, "content": "by ada\n"})
+        await result(bob, 1, "notes_update", {"uri": note, "content": "by bob\n"})
+        listed = await result(ada, 2, "notes_history", {"uri": note})
+        versions = listed["structuredContent"]["versions"]
+        assert [v["principal"] for v in versions] == ["bob", "ada"]
+        first = await result(bob, 2, "notes_delete", {"uri": note})
+        (key,) = first["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"note_id": "plan.md", "confirm": True}}}
+        await result(
+            bob,
+            3,
+            "notes_delete",
+            {"uri": note},
+            inputResponses=answer,
+            requestState=first["requestState"],
+        )
+        listed = await result(bob, 4, "notes_history", {"uri": note})
+        newest = listed["structuredContent"]["versions"][0]
+        assert (newest["principal"], newest["tool"]) == ("bob", "notes_delete")
+        # ada restores it: the note comes back, by her request
+        back = await result(ada, 3, "notes_restore", {"uri": note, "version": newest["version"]})
+        assert back["structuredContent"]["created"] is True
+        assert (team / "plan.md").read_text() == "by bob\n"
+
+
 async def _both(a: Any, b: Any) -> tuple[Any, Any]:
     """Run two awaitables at once (the two principals' calls overlap in one server)."""
     out: list[Any] = [None, None]

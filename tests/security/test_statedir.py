@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fsnotes.config import ConfigError, load
-from fsnotes.security import replay
+from fsnotes.security import history_store, replay
 from fsnotes.security.grants import Access
 from fsnotes.server import build
 from fsnotes.setup import store as setup_store
@@ -82,6 +82,10 @@ def _use_then_list(umask: int, workspace: str, state_dir: str, out: Any) -> None
         pass
     server.setup.store.start("ada", "/x/y", Access.READ, lifetime=60)
     server.setup.store.grant("ada", "/x/z", Access.READ)
+    history = server.history.store
+    assert history is not None
+    with history.writing():
+        history.settle(history.add("file:///x", "a.md", b"v\n", principal="ada", tool="t"))
     announce_setup_code(config)
     modes = {}
     for entry in os.scandir(state_dir):
@@ -103,9 +107,9 @@ def test_every_state_file_is_private_whatever_the_umask(tmp_path: Path, umask: i
     dir_mode, modes = out.get(timeout=CHILD_TIMEOUT_S)
     proc.join(CHILD_TIMEOUT_S)
     assert proc.exitcode == 0
-    for db in (replay.DB_NAME, setup_store.DB_NAME):
+    for db in (replay.DB_NAME, setup_store.DB_NAME, history_store.DB_NAME):
         assert {db, f"{db}-wal", f"{db}-shm"} <= set(modes)  # really seen while in use
-    assert {"seal-keys.json", "setup-code"} <= set(modes)
+    assert {"seal-keys.json", "setup-code", history_store.LOCK_NAME} <= set(modes)
     assert dir_mode == 0o700
     assert {name: m for name, m in modes.items() if m != (True, 0o600)} == {}
 
@@ -149,7 +153,15 @@ def test_loose_state_files_left_from_before_are_tightened_at_start(tmp_path: Pat
         server.close()
 
 
-@pytest.mark.parametrize("name", [replay.DB_NAME, f"{setup_store.DB_NAME}-wal"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        replay.DB_NAME,
+        f"{setup_store.DB_NAME}-wal",
+        history_store.DB_NAME,
+        history_store.LOCK_NAME,
+    ],
+)
 def test_a_symlink_in_place_of_a_database_file_stops_start_up(tmp_path: Path, name: str) -> None:
     (tmp_path / "notes").mkdir()
     state = tmp_path / "st"
