@@ -25,7 +25,7 @@ from .markdown import NoteMeta
 Components = tuple[str, ...]
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 
