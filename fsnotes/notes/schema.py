@@ -176,6 +176,16 @@ CREATE TABLE rejects(
     size INTEGER NOT NULL
 );
 CREATE INDEX rejects_folder ON rejects(folder, name);
+CREATE TABLE attachments(
+    key TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
+    name TEXT NOT NULL,
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL
+);
+CREATE INDEX attachments_folder ON attachments(folder, name);
 CREATE VIRTUAL TABLE fts USING fts5(
     {", ".join(FTS_COLUMNS)},
     tokenize = '{TOKENIZER}',
