@@ -18,6 +18,10 @@ the config file can declare more workspaces, principals and grants::
     workspace = "notes"
     access = "write"                  # read < write < delete
 
+    [prompts]                         # the daily_note prompt
+    daily_template = "templates/daily.md"   # a note in the workspace (default: built in)
+    daily_path = "journal/{date}.md"        # where a day's note goes
+
     [setup]                           # run-time grants from the setup page (notes_setup)
     allow = ["/home/ada/shared"]      # folders strictly below these may be granted
     max_access = "write"              # the most the page may grant (default delete)
@@ -43,6 +47,7 @@ from typing import Any
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 
+from .notes.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
 from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
 from .notes.store import DEFAULT_EXTENSIONS
 from .security.grants import Access, Grant, Workspace
@@ -74,6 +79,7 @@ class Config:
     # The search index (fsnotes/notes/indexer.py): full rescan interval, inotify hints.
     rescan_interval: float = DEFAULT_RESCAN_INTERVAL_S
     watch: bool = True
+    daily: DailySettings = field(default_factory=DailySettings)  # [prompts]
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -136,6 +142,7 @@ def load(
             "allow_hardlinked_reads",
             "setup",
             "index",
+            "prompts",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -202,6 +209,7 @@ def load(
         raise ConfigError("extensions must be a list like ['.md', '.txt']")
 
     rescan_interval, watch = _index_settings(file_cfg.get("index", {}), env)
+    daily = _prompt_settings(file_cfg.get("prompts", {}), tuple(extensions))
 
     return Config(
         principal=who,
@@ -215,7 +223,29 @@ def load(
         config_file=os.path.abspath(config_file) if config_file else None,
         rescan_interval=rescan_interval,
         watch=watch,
+        daily=daily,
     )
+
+
+PROMPTS_KEYS = {"daily_template", "daily_path"}
+
+
+def _prompt_settings(table: Any, extensions: tuple[str, ...]) -> DailySettings:
+    if not isinstance(table, dict):
+        raise ConfigError("[prompts] must be a table")
+    unknown = set(table) - PROMPTS_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [prompts]: {', '.join(sorted(unknown))}")
+    template = table.get("daily_template")
+    path = table.get("daily_path", DEFAULT_DAILY_PATH)
+    if template is not None and not isinstance(template, str):
+        raise ConfigError("[prompts] daily_template must be a note's path in the workspace")
+    if not isinstance(path, str):
+        raise ConfigError("[prompts] daily_path must be a path such as 'journal/{date}.md'")
+    try:
+        return daily_settings(template, path, extensions)
+    except ValueError as exc:
+        raise ConfigError(f"[prompts] {exc}") from None
 
 
 INDEX_KEYS = {"rescan_interval", "watch"}

@@ -34,6 +34,7 @@ from . import __version__
 from .config import Config, ConfigError
 from .notes.confirm import DeleteFlow
 from .notes.indexer import Catalogs
+from .notes.prompts import NotesPrompts
 from .notes.resources import NotesResources
 from .notes.service import NotesService
 from .notes.store import NoteStore
@@ -147,6 +148,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         instructions=INSTRUCTIONS,
         tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
+        prompts=NotesPrompts(service, config.daily),
         lifespan=_lifespan(catalogs, setup.lifespan),
     )
     return Server(
