@@ -265,10 +265,17 @@ class NotesPrompts:
             return _capped(uris)
         if name == "date":
             return _capped(_days(self.today(), value))
+        # Like the resources' completion, wait (bounded) for a first indexing to finish.
         if name == "folder":
-            return await anyio.to_thread.run_sync(
-                _complete_folder, notes, value, context_arguments.get("workspaceUri")
-            )
+            workspace_uri = context_arguments.get("workspaceUri")
+            try:
+                ws = notes.workspace(workspace_uri, Access.READ)
+            except NotGranted:
+                return [], 0, False  # completion offers nothing it cannot check
+            await _indexed(ctx, notes, notes.relative(ws, "", allow_empty=True))
+            return await anyio.to_thread.run_sync(_complete_folder, notes, ws, value)
+        for ws in notes.readable():
+            await _indexed(ctx, notes, notes.relative(ws, "", allow_empty=True))
         return await anyio.to_thread.run_sync(_complete_uri, notes, value)
 
 
@@ -417,10 +424,9 @@ def _days(today: date, prefix: str) -> list[str]:
 
 
 def _complete_folder(
-    notes: Notes, prefix: str, workspace_uri: str | None
+    notes: Notes, ws: Workspace, prefix: str
 ) -> tuple[list[str], int | None, bool]:
     try:
-        ws = notes.workspace(workspace_uri, Access.READ)
         loc = notes.relative(ws, "", allow_empty=True)
         catalog = notes.catalog(loc, fresh=True)
         folders = catalog.index.folders()
