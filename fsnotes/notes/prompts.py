@@ -380,7 +380,10 @@ def _summarise(notes: Notes, loc: Located) -> JSONObject:
 
 def _related(notes: Notes, loc: Located) -> JSONObject:
     catalog = _catalog(notes, loc)
-    note = notes.read_located(loc)
+    try:
+        note = notes.read_located(loc)  # again: the wait for the index may have let it change
+    except ServiceError as exc:
+        raise InvalidParams(str(exc)) from None
     try:
         found = related.related(catalog, loc.store, loc.parts, note.meta)
     except CatalogUnavailable as exc:
