@@ -50,6 +50,10 @@ MEDIA_TYPES: dict[str, str] = {
 MAX_ATTACHMENT_BYTES = 4 * 1024 * 1024
 
 
+# The extensions, for a first cheap test of every name a scan lists.
+SUFFIXES = tuple(MEDIA_TYPES)
+
+
 def media_type(name: str) -> str | None:
     """The MIME type of an attachment named ``name`` (None: not an attachment)."""
     dot = name.rfind(".")

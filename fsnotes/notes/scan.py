@@ -31,7 +31,7 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
 
-from .attachments import is_attachment, media_type
+from .attachments import SUFFIXES, is_attachment, media_type
 from .index import NoteIndex
 from .schema import Document
 from .store import MAX_NOTE_BYTES, NoteError, NoteStore
@@ -178,7 +178,10 @@ class Scanner:
         found = [
             (e.name, e.info)
             for e in listed
-            if self._attachment_name(e.name) and is_attachment((*parts, e.name), e.info, self.base)
+            # The suffix first: one C call for each of the (mostly note) names listed.
+            if e.name.lower().endswith(SUFFIXES)
+            and self._attachment_name(e.name)
+            and is_attachment((*parts, e.name), e.info, self.base)
         ]
         known = self.index.attachment_manifest(parts)
         now = {n: (i.identity.dev, i.identity.ino, i.mtime_ns, i.size) for n, i in found}
