@@ -25,6 +25,9 @@ the config file can declare more workspaces, principals and grants::
     enabled = true                    # or --no-history / FSNOTES_NO_HISTORY=1
     max_size_mib = 256                # FSNOTES_HISTORY_MAX_SIZE_MIB
     max_age_days = 30                 # FSNOTES_HISTORY_MAX_AGE_DAYS
+    [prompts]                         # the daily_note prompt
+    daily_template = "templates/daily.md"   # a note in the workspace (default: built in)
+    daily_path = "journal/{date}.md"        # where a day's note goes
 
     [setup]                           # run-time grants from the setup page (notes_setup)
     allow = ["/home/ada/shared"]      # folders strictly below these may be granted
@@ -53,6 +56,7 @@ from typing import Any
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 
+from .notes.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
 from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
 from .notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from .security.grants import Access, Grant, Workspace
@@ -91,6 +95,7 @@ class Config:
     instance: str | None = None  # the audit log's name for this process (default host:pid)
     # Copies of what notes_update, notes_move and notes_delete replace (history_store.py).
     history: HistorySettings = field(default_factory=HistorySettings)
+    daily: DailySettings = field(default_factory=DailySettings)  # [prompts]
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -156,6 +161,7 @@ def load(
             "index",
             "state",
             "history",
+            "prompts",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -224,6 +230,7 @@ def load(
     rescan_interval, watch = _index_settings(file_cfg.get("index", {}), env)
     database, instance = _state_settings(file_cfg.get("state", {}), env)
     history = _history_settings(file_cfg.get("history", {}), env, no_history=no_history)
+    daily = _prompt_settings(file_cfg.get("prompts", {}), tuple(extensions))
 
     return Config(
         principal=who,
@@ -240,6 +247,7 @@ def load(
         database=database,
         instance=instance,
         history=history,
+        daily=daily,
     )
 
 
@@ -275,6 +283,27 @@ def _state_settings(table: Any, env: Mapping[str, str]) -> tuple[str | None, str
             f"[state] instance must be a printable name of at most {MAX_INSTANCE_CHARS} characters"
         )
     return database, instance
+
+
+PROMPTS_KEYS = {"daily_template", "daily_path"}
+
+
+def _prompt_settings(table: Any, extensions: tuple[str, ...]) -> DailySettings:
+    if not isinstance(table, dict):
+        raise ConfigError("[prompts] must be a table")
+    unknown = set(table) - PROMPTS_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [prompts]: {', '.join(sorted(unknown))}")
+    template = table.get("daily_template")
+    path = table.get("daily_path", DEFAULT_DAILY_PATH)
+    if template is not None and not isinstance(template, str):
+        raise ConfigError("[prompts] daily_template must be a note's path in the workspace")
+    if not isinstance(path, str):
+        raise ConfigError("[prompts] daily_path must be a path such as 'journal/{date}.md'")
+    try:
+        return daily_settings(template, path, extensions)
+    except ValueError as exc:
+        raise ConfigError(f"[prompts] {exc}") from None
 
 
 INDEX_KEYS = {"rescan_interval", "watch"}

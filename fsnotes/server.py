@@ -35,6 +35,7 @@ from .config import Config, ConfigError
 from .notes.confirm import DeleteFlow
 from .notes.history import History
 from .notes.indexer import Catalogs
+from .notes.prompts import NotesPrompts
 from .notes.resources import NotesResources
 from .notes.service import NotesService
 from .notes.store import NoteStore
@@ -174,6 +175,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         instructions=INSTRUCTIONS + (HISTORY_INSTRUCTIONS if history.enabled else ""),
         tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
+        prompts=NotesPrompts(service, config.daily),
         lifespan=_lifespan(catalogs, setup.lifespan),
     )
     return Server(

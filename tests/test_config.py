@@ -124,3 +124,43 @@ def test_bad_history_settings_are_explained(fs: object, table: str, message: str
         f.write(f"[history]\n{table}\n")
     with pytest.raises(ConfigError, match=message):
         load(workspaces=["/notes"], config_file="/h.toml", env={})
+
+
+def _with_prompts(tmp_path: Path, table: str) -> Path:
+    notes = tmp_path / "notes"
+    notes.mkdir(exist_ok=True)
+    config = tmp_path / "fsnotes.toml"
+    config.write_text(f"{table}[[workspace]]\npath = '{notes}'\n")
+    return config
+
+
+def test_prompts_table_sets_the_daily_template_and_path(tmp_path: Path) -> None:
+    config = _with_prompts(
+        tmp_path, "[prompts]\ndaily_template = 'templates/day.md'\ndaily_path = 'days/{date}.md'\n"
+    )
+    cfg = load(config_file=str(config), state_dir=str(tmp_path / "state"), env={})
+    assert (cfg.daily.template, cfg.daily.path) == ("templates/day.md", "days/{date}.md")
+    default = load(
+        config_file=str(_with_prompts(tmp_path, "")), state_dir=str(tmp_path / "s"), env={}
+    )
+    assert (default.daily.template, default.daily.path) == (None, "journal/{date}.md")
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[prompts]\nweekly = 'x.md'\n", "unknown keys in \\[prompts\\]: weekly"),
+        ("[prompts]\ndaily_path = 'journal/today.md'\n", "must hold \\{date\\} once"),
+        ("[prompts]\ndaily_path = '{date}/{date}.md'\n", "must hold \\{date\\} once"),
+        ("[prompts]\ndaily_path = '../{date}.md'\n", "not a relative path"),
+        ("[prompts]\ndaily_path = '{date}.pdf'\n", "must end in"),
+        ("[prompts]\ndaily_template = '.templates/day.md'\n", "hidden folder"),
+        ("[prompts]\ndaily_template = '/abs/day.md'\n", "not a relative path"),
+        ("[prompts]\ndaily_template = 3\n", "daily_template must be"),
+        ("prompts = 1\n", "\\[prompts\\] must be a table"),
+    ],
+)
+def test_bad_prompts_table_is_explained(tmp_path: Path, table: str, message: str) -> None:
+    config = _with_prompts(tmp_path, table)
+    with pytest.raises(ConfigError, match=message):
+        load(config_file=str(config), state_dir=str(tmp_path / "state"), env={})

@@ -30,6 +30,7 @@ from sandbox.root import FileInfo
 
 from ..security import statedir
 from . import index_search, ranking
+from .attachments import AttachmentRow
 from .index import (
     IndexBusy,
     IndexCorrupt,
@@ -78,6 +79,13 @@ class Page:
     # The last note this page looked at, returned or dropped as stale: the next page starts
     # after it (None: the page looked at nothing).
     last: Components | None = None
+
+
+@dataclass(frozen=True)
+class AttachmentPage:
+    rows: list[AttachmentRow]
+    more: bool  # another page follows ``last``
+    last: Components | None = None  # as in Page
 
 
 @dataclass(frozen=True)
@@ -283,6 +291,59 @@ class Catalog:
             for parts in gone:
                 self.scanner.refresh(parts)
         return [p for p in paths if p not in gone], total - len(gone)
+
+    def note_at(self, parts: Components) -> Row | None:
+        """The indexed note at ``parts``, checked against its file (None: no such note)."""
+        with self._guard():
+            row = self.index.get(parts)
+            if row is not None and self._stale([row]):
+                self._refresh([row])
+                row = self.index.get(parts)
+        return row
+
+    def ending_with(self, names: Sequence[str], limit: int) -> list[Row]:
+        """Notes whose path is, or ends with '/' and, one of ``names`` (case ignored), in
+        path order, checked against their files (stale ones dropped and re-indexed)."""
+        with self._guard():
+            return self._fresh_only(self.index.ending_with([n.casefold() for n in names], limit))
+
+    def links_mentioning(self, needle: str, limit: int) -> list[tuple[Row, str, str]]:
+        """(note, kind, target) of the links whose target contains ``needle``, from notes
+        checked against their files (a note that changed is re-indexed and left out)."""
+        with self._guard():
+            found = self.index.links_mentioning(needle, limit)
+            stale = set(self._stale([row for row, _k, _t in found]))
+            self._refresh(list(stale))
+        return [item for item in found if item[0] not in stale]
+
+    def _fresh_only(self, rows: list[Row]) -> list[Row]:
+        stale = self._stale(rows)
+        self._refresh(stale)
+        return [r for r in rows if r not in stale]
+
+    def attachments(self, after: Components | None, limit: int) -> AttachmentPage:
+        """Up to ``limit`` attachments (fsnotes/notes/attachments.py) in path order after
+        ``after``, each checked against its file like a note (one that changed is recorded
+        again first; one that vanished or is no longer a regular file is dropped)."""
+        with self._guard():
+            for attempt in range(MAX_VERIFY_ROUNDS):
+                rows = self.index.attachments_page(after, limit + 1)
+                checked = rows[:limit]
+                stale = [r for r in checked if not self._still(r)]
+                if not stale:
+                    break
+                for row in stale:
+                    self.scanner.refresh(row.parts)
+                if attempt == MAX_VERIFY_ROUNDS - 1:
+                    checked = [r for r in checked if r not in stale]
+        last = rows[:limit][-1].parts if rows else None
+        return AttachmentPage(rows=checked, more=len(rows) > limit, last=last)
+
+    def _still(self, row: AttachmentRow) -> bool:
+        try:
+            return row.matches(self.store.root.stat(row.parts))
+        except sx.SandboxError:
+            return False
 
     def _is_note(self, parts: Components) -> bool:
         try:

@@ -34,6 +34,7 @@ from typing import Any
 from sandbox.root import FileIdentity, FileInfo
 
 from ..security import statedir
+from .attachments import AttachmentRow
 from .schema import (
     FTS_COLUMNS,
     ROW_COLUMNS,
@@ -480,10 +481,11 @@ class NoteIndex:
                 for note_id in ids:
                     self._delete_id(tx, note_id)
                 removed += len(ids)
-                if bounds is None:
-                    conn.execute("DELETE FROM rejects")
-                else:
-                    conn.execute("DELETE FROM rejects WHERE key >= ? AND key < ?", bounds)
+                for table in ("rejects", "attachments"):
+                    if bounds is None:
+                        conn.execute(f"DELETE FROM {table}")
+                    else:
+                        conn.execute(f"DELETE FROM {table} WHERE key >= ? AND key < ?", bounds)
         return removed
 
     @staticmethod
@@ -603,8 +605,12 @@ class NoteIndex:
                 )
 
     def folders(self) -> set[Components]:
-        """Every folder that directly holds an indexed note or a remembered reject."""
-        rows = self.query("SELECT folder FROM notes UNION SELECT folder FROM rejects")
+        """Every folder that directly holds an indexed note, a remembered reject or an
+        attachment."""
+        rows = self.query(
+            "SELECT folder FROM notes UNION SELECT folder FROM rejects "
+            "UNION SELECT folder FROM attachments"
+        )
         return {parts_of(r[0]) for r in rows}
 
     def get(self, parts: Components) -> Row | None:
@@ -679,6 +685,95 @@ class NoteIndex:
         total = int(self.query(f"SELECT count(*) FROM notes{where}", bounds)[0][0])
         rows = self.query(f"SELECT key FROM notes{where} ORDER BY key LIMIT ?", (*bounds, limit))
         return [parts_of(r[0]) for r in rows], total
+
+    # --- lookups for the related_notes prompt (fsnotes/notes/related.py) -------------------
+
+    def ending_with(self, names: Sequence[str], limit: int) -> list[Row]:
+        """Notes whose casefolded path is one of ``names`` (casefolded) or ends with
+        ``/`` + one of them, in path order. Reads every row: for a prompt, not a hot path."""
+        if not names:
+            return []
+        tests = " OR ".join("path_fold = ? OR substr(path_fold, -?) = ?" for _ in names)
+        params: list[Any] = []
+        for name in names:
+            params.extend([name, len(name) + 1, "/" + name])
+        return [
+            row_of(r)
+            for r in self.query(
+                f"SELECT {ROW_COLUMNS} FROM notes WHERE {tests} ORDER BY key LIMIT ?",
+                [*params, limit],
+            )
+        ]
+
+    def links_mentioning(self, needle: str, limit: int) -> list[tuple[Row, str, str]]:
+        """(note, kind, target) of links whose target contains ``needle`` (ASCII case
+        ignored), in path order of the linking notes. Reads every link: for a prompt."""
+        rows = self.query(
+            f"SELECT {_prefixed('n')}, l.kind, l.target FROM links l JOIN notes n ON n.id = "
+            "l.note WHERE instr(lower(l.target), lower(?)) > 0 ORDER BY n.key LIMIT ?",
+            (needle, limit),
+        )
+        width = len(ROW_COLUMNS.split(","))
+        return [(row_of(r[:width]), str(r[width]), str(r[width + 1])) for r in rows]
+
+    # --- attachments (fsnotes/notes/attachments.py): recorded, never read ------------------
+
+    def attachment_manifest(self, folder: Components) -> dict[str, tuple[int, int, int, int]]:
+        """name -> (dev, ino, mtime_ns, size) of the attachments recorded in ``folder``."""
+        rows = self.query(
+            "SELECT name, dev, ino, mtime_ns, size FROM attachments WHERE folder=?",
+            (key_of(folder),),
+        )
+        return {r[0]: (uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows}
+
+    def set_attachments(self, folder: Components, entries: Iterable[tuple[str, FileInfo]]) -> None:
+        """Record exactly these attachments directly in ``folder`` (the others are dropped)."""
+        with self._write() as tx:
+            tx.conn.execute("DELETE FROM attachments WHERE folder=?", (key_of(folder),))
+            tx.conn.executemany(
+                "INSERT INTO attachments(key, folder, name, dev, ino, mtime_ns, size) "
+                "VALUES (?,?,?,?,?,?,?)",
+                [
+                    (
+                        key_of((*folder, name)),
+                        key_of(folder),
+                        name,
+                        int64(info.identity.dev),
+                        int64(info.identity.ino),
+                        info.mtime_ns,
+                        info.size,
+                    )
+                    for name, info in entries
+                ],
+            )
+
+    def put_attachment(self, parts: Components, info: FileInfo | None) -> None:
+        """Record one attachment as ``info`` describes it, or drop it (None)."""
+        with self._write() as tx:
+            tx.conn.execute("DELETE FROM attachments WHERE key=?", (key_of(parts),))
+            if info is not None:
+                tx.conn.execute(
+                    "INSERT INTO attachments(key, folder, name, dev, ino, mtime_ns, size) "
+                    "VALUES (?,?,?,?,?,?,?)",
+                    (
+                        key_of(parts),
+                        key_of(parts[:-1]),
+                        parts[-1],
+                        int64(info.identity.dev),
+                        int64(info.identity.ino),
+                        info.mtime_ns,
+                        info.size,
+                    ),
+                )
+
+    def attachments_page(self, after: Components | None, limit: int) -> list[AttachmentRow]:
+        """Up to ``limit`` attachments in path order after ``after``."""
+        rows = self.query(
+            "SELECT key, dev, ino, mtime_ns, size FROM attachments WHERE key > ? "
+            "ORDER BY key LIMIT ?",
+            (key_of(after) if after else "", limit),
+        )
+        return [AttachmentRow(parts_of(r[0]), uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows]
 
 
 def _prefixed(alias: str) -> str:

@@ -1,8 +1,9 @@
 """What a note says about itself: frontmatter, title, tags and links.
 
 Pure functions over text; no file access. The frontmatter reader understands the subset of
-YAML that note apps write (``key: value`` scalars, ``[a, b]`` flow lists and ``- item`` block
-lists, comments); anything else is kept as a raw string rather than guessed at. There is no
+YAML that note apps write (``key: value`` scalars, quoted ones unescaped as YAML does,
+``[a, b]`` flow lists and ``- item`` block lists, comments); anything else is kept as a raw
+string rather than guessed at. There is no
 YAML dependency on purpose: a full YAML loader is a large parser to run on untrusted files,
 and notes need only this subset.
 """
@@ -53,19 +54,28 @@ class NoteMeta:
     body: str = ""  # the text after the frontmatter
 
 
+def frontmatter_close(lines: list[str]) -> int | None:
+    """The index of the line that closes the frontmatter opened by ``lines[0]`` (the note's
+    text split at ``\n``), or None when the note has no frontmatter."""
+    if not lines or lines[0].rstrip("\r") != FRONTMATTER_OPEN:
+        return None
+    for i in range(1, min(len(lines), MAX_FRONTMATTER_LINES + 1)):
+        if lines[i].rstrip("\r") in FRONTMATTER_CLOSE:
+            return i
+    return None
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     """Return (frontmatter, body, body_start_line). No frontmatter: ({}, text, 1)."""
     lines = text.split("\n")
-    if not lines or lines[0].rstrip("\r") != FRONTMATTER_OPEN:
+    close = frontmatter_close(lines)
+    if close is None:
         return {}, text, 1
-    for i in range(1, min(len(lines), MAX_FRONTMATTER_LINES + 1)):
-        if lines[i].rstrip("\r") in FRONTMATTER_CLOSE:
-            block = [ln.rstrip("\r") for ln in lines[1:i]]
-            return _parse_block(block), "\n".join(lines[i + 1 :]), i + 2
-    return {}, text, 1
+    block = [ln.rstrip("\r") for ln in lines[1:close]]
+    return parse_block(block), "\n".join(lines[close + 1 :]), close + 2
 
 
-def _parse_block(lines: list[str]) -> dict[str, Any]:
+def parse_block(lines: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     current_list: list[Any] | None = None
     for raw in lines:
@@ -121,11 +131,32 @@ def _split_flow(inner: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+# The escapes of a YAML double-quoted scalar that note apps write; others stay as written.
+_DOUBLE_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "/": "/"}
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code[0] == "u" and len(code) == 5:
+        point = int(code[1:], 16)
+        # A lone surrogate is not text (it could not be encoded as UTF-8 again).
+        return match.group(0) if 0xD800 <= point <= 0xDFFF else chr(point)
+    return _DOUBLE_ESCAPES.get(code, match.group(0))
+
+
+def _quoted(text: str) -> bool:
+    return len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'"
+
+
 def _scalar(text: str) -> Any:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        return text[1:-1]
-    if " #" in text:
-        text = text.split(" #", 1)[0].rstrip()
+    if " #" in text and not _quoted(text):
+        text = text.split(" #", 1)[0].rstrip()  # a comment ('"a" # why' is the string a)
+    if _quoted(text):
+        inner = text[1:-1]
+        if text[0] == "'":
+            return inner.replace("''", "'")  # YAML's only single-quoted escape
+        return _ESCAPE.sub(_unescape, inner) if "\\" in inner else inner
     low = text.lower()
     if low in ("true", "yes"):
         return True

@@ -8,15 +8,20 @@ the ``outputSchema``, and the service builds and returns it. Field names are the
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from . import edits, frontedit
 
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 500  # a page of summaries stays well under a megabyte of JSON
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 50  # results the model can actually read in one answer
 MAX_QUERY_CHARS = 500
+MAX_EDITS = 100  # edits in one notes_update: more is a rewrite (send content instead)
+# A heading path names a few headings, not a paragraph.
+MAX_HEADING_PATH_CHARS = 1_000
 
 
 class _Args(BaseModel):
@@ -82,15 +87,90 @@ class Edit(_Args):
     oldText: str = Field(min_length=1, description="Exact text to replace; must occur once.")
     newText: str = Field(description="Replacement text.")
 
+    def as_op(self) -> edits.TextEdit:
+        return edits.TextEdit(self.oldText, self.newText)
+
+
+class SectionEditArgs(_Args):
+    heading: str = Field(
+        min_length=1,
+        max_length=MAX_HEADING_PATH_CHARS,
+        description="The heading whose section to edit, optionally after its parent headings "
+        "and '>': 'Shed' or 'Projects > Shed' (case ignored). The section runs to the next "
+        "heading of the same or a higher level.",
+    )
+    op: Literal["replace", "append", "prepend"] = Field(
+        description="replace the section's content (its sub-sections included; the heading "
+        "stays), append after its last line, or prepend before its first line."
+    )
+    text: str = Field(description="The Markdown to write (whole lines).")
+
+    def as_op(self) -> edits.SectionEdit:
+        return edits.SectionEdit(self.heading, self.op, self.text)
+
+
+class FrontmatterEditArgs(_Args):
+    frontmatterKey: str = Field(
+        min_length=1,
+        max_length=frontedit.MAX_KEY_CHARS,
+        description="The frontmatter key to set or remove; every other key stays byte for byte.",
+    )
+    op: Literal["set", "remove"] = Field(
+        description="set (adds the key, and the frontmatter if the note has none) or remove."
+    )
+    value: str | int | float | bool | list[str | int | float | bool] | None = Field(
+        default=None,
+        description="For set: a string, number, true/false, null or a list of those.",
+    )
+
+    @model_validator(mode="after")
+    def _value_for_set(self) -> FrontmatterEditArgs:
+        if self.op == "set" and "value" not in self.model_fields_set:
+            raise ValueError("'set' needs a 'value' (null to set it empty)")
+        if self.op == "remove" and "value" in self.model_fields_set:
+            raise ValueError("'remove' takes no 'value'")
+        return self
+
+    def as_op(self) -> edits.FrontmatterEdit:
+        return edits.FrontmatterEdit(self.frontmatterKey, self.op, self.value)
+
+
+def _edit_kind(value: Any) -> str | None:
+    """Which kind of edit an item is, by the field that names what it addresses."""
+    if isinstance(value, dict):
+        for field, kind in (("oldText", "text"), ("heading", "section")):
+            if field in value:
+                return kind
+        return "frontmatter" if "frontmatterKey" in value else None
+    kinds: dict[type, str] = {Edit: "text", SectionEditArgs: "section"}
+    kinds[FrontmatterEditArgs] = "frontmatter"
+    return kinds.get(type(value))
+
+
+AnyEdit = Annotated[
+    Annotated[Edit, Tag("text")]
+    | Annotated[SectionEditArgs, Tag("section")]
+    | Annotated[FrontmatterEditArgs, Tag("frontmatter")],
+    Discriminator(
+        _edit_kind,
+        custom_error_type="edit_kind",
+        custom_error_message="each edit needs 'oldText' (exact text), 'heading' (a section) "
+        "or 'frontmatterKey' (a frontmatter key)",
+    ),
+]
+
 
 class NotesUpdateArgs(_Args):
     uri: str = Field(description="The note's file:// URI.")
     content: str | None = Field(default=None, description="The new full text (or use edits).")
-    edits: list[Edit] | None = Field(
+    edits: list[AnyEdit] | None = Field(
         default=None,
         min_length=1,
-        max_length=100,
-        description="Exact replacements applied in order (or use content).",
+        max_length=MAX_EDITS,
+        description="Edits applied in order, all or none (or use content). Each is one of: "
+        "{oldText, newText} (exact text, must occur once); {heading, op: replace|append|"
+        "prepend, text} (the section under a heading); {frontmatterKey, op: set|remove, "
+        "value} (one frontmatter key).",
     )
     etag: str | None = Field(
         default=None,

@@ -1,4 +1,8 @@
-"""Notes as MCP resources: their ``file://`` URIs, listed, read, templated and completed."""
+"""Notes as MCP resources: their ``file://`` URIs, listed, read, templated and completed.
+
+A workspace's attachments (images and PDFs, :mod:`fsnotes.notes.attachments`) are resources
+too: listed after its notes with their MIME type, and read as base64 blobs, size-capped.
+"""
 
 from __future__ import annotations
 
@@ -21,10 +25,17 @@ from ..protocol.registry import (
     ResourceNotFound,
 )
 from ..security.grants import Access, NotGranted, Workspace
+from .attachments import (
+    MAX_ATTACHMENT_BYTES,
+    AttachmentRow,
+    AttachmentTooLarge,
+    media_type,
+    read_blob,
+)
 from .catalog import CatalogUnavailable
 from .indexer import until_indexed
 from .schema import Row
-from .service import Notes, NotesService, ServiceError
+from .service import Located, Notes, NotesService, ServiceError
 from .store import display, iso_time
 
 JSONObject = dict[str, Any]
@@ -103,40 +114,75 @@ async def _indexed(ctx: RequestContext, notes: Notes, ws: Workspace) -> None:
     await until_indexed(catalog, ctx.report_progress)
 
 
+_NOTES, _ATTACHMENTS = "n", "a"  # the two listings of a workspace, in this order
+
+
 def _list(notes: Notes, cursor: str | None) -> tuple[list[JSONObject], str | None]:
-    start_ws, after = _decode(cursor) if cursor else (0, ())
+    """One page: each workspace's notes, then its attachments, workspace after workspace."""
+    start_ws, start_kind, after = _decode(cursor) if cursor else (0, _NOTES, ())
     workspaces = notes.readable()
     out: list[JSONObject] = []
     for index in range(start_ws, len(workspaces)):
         ws = workspaces[index]
-        begin = after if index == start_ws and after else None
-        try:
-            catalog = notes.catalog(notes.relative(ws, "", allow_empty=True), fresh=True)
-            page = catalog.page((), begin, RESOURCES_PAGE - len(out))
-        except (ServiceError, CatalogUnavailable) as exc:
-            # Never an empty list that hides a failure: the client is told, and may retry.
-            raise InternalError(
-                f"Listing the notes of workspace '{ws.name}' failed: {exc}"
-            ) from None
-        out.extend(_resource(ws, row) for row in page.rows)
-        if page.more and page.last:  # (short when stale rows were dropped)
-            return out, _encode(index, page.last)
-        if len(out) == RESOURCES_PAGE:
-            if index + 1 < len(workspaces):
-                return out, _encode(index + 1, ())
-            return out, None
+        kinds = (_ATTACHMENTS,) if index == start_ws and start_kind == _ATTACHMENTS else None
+        for kind in kinds or (_NOTES, _ATTACHMENTS):
+            begin = after if index == start_ws and kind == start_kind and after else None
+            try:
+                catalog = notes.catalog(notes.relative(ws, "", allow_empty=True), fresh=True)
+                room = RESOURCES_PAGE - len(out)
+                if kind == _NOTES:
+                    page = catalog.page((), begin, room)
+                    out.extend(_resource(ws, row) for row in page.rows)
+                    more, last = page.more, page.last
+                else:
+                    found = catalog.attachments(begin, room)
+                    out.extend(_attachment(ws, row) for row in found.rows)
+                    more, last = found.more, found.last
+            except (ServiceError, CatalogUnavailable) as exc:
+                # Never an empty list that hides a failure: the client is told, and may retry.
+                raise InternalError(
+                    f"Listing the notes of workspace '{ws.name}' failed: {exc}"
+                ) from None
+            if more and last:  # (short when stale rows were dropped)
+                return out, _encode(index, kind, last)
+            if len(out) == RESOURCES_PAGE:
+                following = _following(index, kind, len(workspaces))
+                return out, None if following is None else _encode(*following, ())
     return out, None
+
+
+def _following(index: int, kind: str, workspaces: int) -> tuple[int, str] | None:
+    """The listing after ``kind`` of workspace ``index`` (None: that was the last)."""
+    if kind == _NOTES:
+        return index, _ATTACHMENTS
+    return (index + 1, _NOTES) if index + 1 < workspaces else None
 
 
 def _read(notes: Notes, uri: str) -> list[JSONObject]:
     try:
         loc = notes.locate(uri, Access.READ)
+        if media_type(loc.parts[-1] if loc.parts else "") and not loc.store.is_note_name(
+            loc.parts[-1]
+        ):
+            return [_read_attachment(loc)]
         note = notes.read_located(loc)
     except (NotGranted, ServiceError):
         # Outside the grants, malformed, missing or not a note: to the client these are
         # all "no such resource" (and the message never tells which).
         raise ResourceNotFound(uri) from None
     return [{"uri": loc.uri, "mimeType": mime_for(loc.parts[-1]), "text": note.text}]
+
+
+def _read_attachment(loc: Located) -> JSONObject:
+    try:
+        mime, blob = read_blob(loc.store, loc.parts)
+    except AttachmentTooLarge as exc:
+        raise InvalidParams(
+            str(exc), data={"uri": loc.uri, "maxBytes": MAX_ATTACHMENT_BYTES}
+        ) from None
+    except sx.SandboxError:
+        raise ServiceError("not readable") from None  # reported as not found, as for notes
+    return {"uri": loc.uri, "mimeType": mime, "blob": blob}
 
 
 def _complete(notes: Notes, ws: Workspace, prefix: str) -> tuple[list[str], int | None, bool]:
@@ -160,22 +206,35 @@ def _resource(ws: Workspace, row: Row) -> JSONObject:
     }
 
 
-def _encode(index: int, after: tuple[str, ...]) -> str:
-    raw = json.dumps({"v": 1, "w": index, "after": list(after)}, separators=(",", ":"))
+def _attachment(ws: Workspace, row: AttachmentRow) -> JSONObject:
+    return {
+        "uri": lexical.to_file_uri(ws.components + row.parts),
+        "name": display(row.parts),
+        "title": f"{display(row.parts)} ({ws.name})",
+        "mimeType": row.mime_type,
+        "size": row.size,
+        "annotations": {"lastModified": iso_time(row.mtime_ns)},
+    }
+
+
+def _encode(index: int, kind: str, after: tuple[str, ...]) -> str:
+    value = {"v": 1, "w": index, "after": list(after), "k": kind}
+    raw = json.dumps(value, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
 
 
-def _decode(cursor: str) -> tuple[int, tuple[str, ...]]:
+def _decode(cursor: str) -> tuple[int, str, tuple[str, ...]]:
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         index, after = value["w"], value["after"]
+        kind = value.get("k", _NOTES)
         if value.get("v") != 1 or not isinstance(index, int) or index < 0:
             raise ValueError
-        if not isinstance(after, list):
+        if not isinstance(after, list) or kind not in (_NOTES, _ATTACHMENTS):
             raise ValueError
         parts = tuple(lexical.check_name(p) for p in after if isinstance(p, str))
         if len(parts) != len(after):
             raise ValueError
-        return index, parts
+        return index, kind, parts
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError, sx.SandboxError):
         raise InvalidParams("Invalid cursor; list again from the start.") from None

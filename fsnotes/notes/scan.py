@@ -31,6 +31,7 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
 
+from .attachments import SUFFIXES, is_attachment, media_type
 from .index import NoteIndex
 from .schema import Document
 from .store import MAX_NOTE_BYTES, NoteError, NoteStore
@@ -142,6 +143,7 @@ class Scanner:
                 self.on_folder(parts)
             if any(is_leftover_name(e.name) for e in listed):
                 self._sweep(parts)
+            self._attachments(parts, listed)
             children: list[Components] = []
             for entry in listed:
                 child = (*parts, entry.name)
@@ -169,6 +171,26 @@ class Scanner:
             return  # gone or changed since it was listed: nothing of ours to do there
         if removed:
             log.info("removed %d stale leftover file(s) of killed writes", removed)
+
+    def _attachments(self, parts: Components, listed: list[DirEntry]) -> None:
+        """Record the folder's attachments (images, PDFs: fsnotes/notes/attachments.py) as
+        listed, when they differ from what the index holds; they are never read."""
+        found = [
+            (e.name, e.info)
+            for e in listed
+            # The suffix first: one C call for each of the (mostly note) names listed.
+            if e.name.lower().endswith(SUFFIXES)
+            and self._attachment_name(e.name)
+            and is_attachment((*parts, e.name), e.info, self.base)
+        ]
+        known = self.index.attachment_manifest(parts)
+        now = {n: (i.identity.dev, i.identity.ino, i.mtime_ns, i.size) for n, i in found}
+        if now != known:
+            self.index.set_attachments(parts, found)
+
+    def _attachment_name(self, name: str) -> bool:
+        # A name configured as a note's extension is a note, whatever else it could be.
+        return media_type(name) is not None and not self.store.is_note_name(name)
 
     def _candidates(self, listed: list[DirEntry]) -> list[FileInfoEntry]:
         """Regular files with a note's name (cheap checks only: whether a URI can hold the
@@ -310,8 +332,10 @@ class Scanner:
     # --- one note ------------------------------------------------------------------------
 
     def refresh(self, parts: Components) -> bool:
-        """Re-check one note against the file (a stat through the Root, a read if it
-        changed). Returns whether the index now holds it."""
+        """Re-check one note (or attachment) against the file (a stat through the Root, a
+        read if a note changed). Returns whether the index now holds it."""
+        if self._attachment_name(parts[-1]):
+            return self._refresh_attachment(parts)
         try:
             info = self.store.root.stat(parts)
         except sx.SandboxError:
@@ -329,6 +353,18 @@ class Scanner:
             return True
         self.index.reject(rejects)
         return False
+
+    def _refresh_attachment(self, parts: Components) -> bool:
+        try:
+            info: FileInfo | None = self.store.root.stat(parts)
+        except sx.SandboxError:
+            info = None
+        if info is not None and (
+            not is_attachment(parts, info, self.base) or len(parts) > lexical.MAX_DEPTH
+        ):
+            info = None
+        self.index.put_attachment(parts, info)
+        return info is not None
 
 
 class _Stopped(Exception):

@@ -25,7 +25,7 @@ from .markdown import NoteMeta
 Components = tuple[str, ...]
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 
@@ -176,6 +176,16 @@ CREATE TABLE rejects(
     size INTEGER NOT NULL
 );
 CREATE INDEX rejects_folder ON rejects(folder, name);
+CREATE TABLE attachments(
+    key TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
+    name TEXT NOT NULL,
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL
+);
+CREATE INDEX attachments_folder ON attachments(folder, name);
 CREATE VIRTUAL TABLE fts USING fts5(
     {", ".join(FTS_COLUMNS)},
     tokenize = '{TOKENIZER}',

@@ -28,6 +28,7 @@ from sandbox import uri as lexical
 from ..security.audit import Auditor, AuditUnavailable, Entry, Ticket
 from ..security.grants import Access, Grants, NotGranted, Workspace
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
+from .edits import Edit, apply_edits
 from .history import History, HistoryUnavailable, Keep, current_etag
 from .index import IndexProblem
 from .indexer import Catalogs
@@ -310,7 +311,7 @@ class Notes:
         self,
         uri: str,
         content: str | None,
-        edits: Sequence[tuple[str, str]] | None,
+        edits: Sequence[Edit | tuple[str, str]] | None,
         etag: str | None,
     ) -> WriteResult:
         loc = self.locate(uri, Access.WRITE)
@@ -322,16 +323,7 @@ class Notes:
             if content is not None:
                 written.append(content)
                 return content
-            text = current
-            for i, (old, new) in enumerate(edits or (), start=1):
-                count = text.count(old)
-                if count != 1:
-                    where = "nowhere" if count == 0 else f"{count} times"
-                    raise NoteError(
-                        f"Edit {i}: oldText occurs {where} in the note; it must match exactly "
-                        "once (include more surrounding text). Nothing was written."
-                    )
-                text = text.replace(old, new, 1)
+            text = apply_edits(current, edits or ())
             written.append(text)
             return text
 

@@ -83,7 +83,7 @@ def _decode(data: bytes, parts: Components) -> str:
         raise NoteError(f"'{display(parts)}' is not UTF-8 text, so it is not a note.") from None
 
 
-def _addressable(parts: Components, base: Components) -> bool:
+def is_addressable(parts: Components, base: Components) -> bool:
     """Whether a client can name ``parts`` in the workspace at ``base``: a disk may hold
     names layer 1 refuses (a backslash, a control character, bytes that are not UTF-8, a
     path over the limits, its URI's included). Such a file is not a note; listing it would
@@ -140,7 +140,7 @@ class NoteStore:
             info.kind == "file"
             and self.is_note_name(parts[-1])
             and _first_hidden(parts) is None
-            and _addressable(parts, base)
+            and is_addressable(parts, base)
         )
 
     def check_folder(self, parts: Components) -> None:

@@ -108,7 +108,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
 
     async def notes_update(ctx: RequestContext, a: NotesUpdateArgs) -> WriteResult:
         notes = acting(ctx)
-        edits = [(e.oldText, e.newText) for e in a.edits] if a.edits is not None else None
+        edits = [e.as_op() for e in a.edits] if a.edits is not None else None
         return await _call(lambda: notes.notes_update(a.uri, a.content, edits, a.etag))
 
     async def notes_move(ctx: RequestContext, a: NotesMoveArgs) -> MoveResult:
@@ -192,8 +192,13 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
         Tool(
             name="notes_update",
             title="Update a note",
-            description="Replace a note's content or apply exact text edits, atomically. Pass "
-            "the etag from notes_read: if the note changed since, nothing is written.",
+            description="Replace a note's content, or apply edits in order, atomically (all "
+            "or none): exact text ({oldText, newText}), the section under a heading ({heading: "
+            "'Projects > Shed', op: replace|append|prepend, text}; headings in code blocks do "
+            "not count) or one frontmatter key ({frontmatterKey, op: set|remove, value}; the "
+            "rest of the frontmatter is kept byte for byte). A missing or ambiguous heading is "
+            "an error naming the candidates. Pass the etag from notes_read: if the note "
+            "changed since, nothing is written.",
             input_model=NotesUpdateArgs,
             output_model=WriteResult,
             annotations=ToolAnnotations(title="Update a note", destructive=True),

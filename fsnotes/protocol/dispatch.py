@@ -174,9 +174,10 @@ class Dispatcher:
         caps: JSONObject = {"tools": {} if modern else {"listChanged": False}, "logging": {}}
         if self.app.resources is not None:
             caps["resources"] = {} if modern else {"subscribe": False, "listChanged": False}
-            caps["completions"] = {}
         if self.app.prompts is not None:
             caps["prompts"] = {} if modern else {"listChanged": False}
+        if self.app.resources is not None or self.app.prompts is not None:
+            caps["completions"] = {}  # template arguments, prompt arguments
         return caps
 
     def _modern(

@@ -163,10 +163,11 @@ class Handlers:
             table["resources/list"] = self.resources_list
             table["resources/templates/list"] = self.resources_templates
             table["resources/read"] = self.resources_read
-            table["completion/complete"] = self.complete
         if app.prompts is not None:
             table["prompts/list"] = self.prompts_list
             table["prompts/get"] = self.prompts_get
+        if app.resources is not None or app.prompts is not None:
+            table["completion/complete"] = self.complete
         # Unknown methods, those removed in an era and capabilities not advertised are absent.
         self.table = table
 
@@ -265,7 +266,6 @@ class Handlers:
         return _cache(call, {"contents": outcome})
 
     async def complete(self, call: Call, channel: Channel) -> JSONObject:
-        assert self.app.resources is not None
         ref = call.params.get("ref")
         argument = call.params.get("argument")
         if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
@@ -285,7 +285,13 @@ class Handlers:
             if isinstance(raw_args, dict)
             else {}
         )
-        values, total, has_more = await self.app.resources.complete(
+        # A prompt's arguments are completed by the prompts, a template's by the resources.
+        provider = self.app.prompts if ref["type"] == "ref/prompt" else self.app.resources
+        if provider is None:
+            raise Fault(
+                INVALID_PARAMS, f"Invalid params: this server has no {ref['type']} to complete"
+            )
+        values, total, has_more = await provider.complete(
             call_context(call, channel), ref, argument, context_arguments
         )
         completion: JSONObject = {

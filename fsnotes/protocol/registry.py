@@ -434,6 +434,17 @@ class PromptProvider(Protocol):
         """A GetPromptResult body (``messages``, optional ``description``)."""
         ...
 
+    async def complete(
+        self,
+        ctx: RequestContext,
+        ref: JSONObject,
+        argument: JSONObject,
+        context_arguments: Mapping[str, str],
+    ) -> tuple[list[str], int | None, bool]:
+        """``completion/complete`` for a ``ref/prompt`` (a prompt's argument), as
+        :meth:`ResourceProvider.complete` answers for a ``ref/resource``."""
+        ...
+
 
 @dataclass
 class App:

@@ -90,3 +90,22 @@ def test_tags_are_not_anchors_entities_or_numbers() -> None:
 def test_huge_decimals_stay_text_not_infinity() -> None:
     fm, _, _ = split_frontmatter("---\nx: " + "9" * 400 + ".5\ny: 2.5\n---\n")
     assert fm == {"x": "9" * 400 + ".5", "y": 2.5}
+
+
+def test_quoted_scalars_are_unescaped_as_yaml_reads_them() -> None:
+    fm, _, _ = split_frontmatter(
+        "---\n"
+        "a: 'it''s'\n"
+        'b: "say \\"hi\\" \\\\ caf\\u00e9"\n'
+        'c: "lone \\ud800 stays"\n'
+        "d: [x, 'y, z', 'o''k']\n"
+        'e: "quoted"  # and a comment\n'
+        "---\n"
+    )
+    assert fm == {
+        "a": "it's",
+        "b": 'say "hi" \\ café',
+        "c": "lone \\ud800 stays",
+        "d": ["x", "y, z", "o'k"],
+        "e": "quoted",
+    }

@@ -36,7 +36,9 @@ def test_listing_pages_through_every_note_once(server: Server, vault: Path) -> N
         if cursor is None:
             break
     assert pages == 2
-    assert len(seen) == len(set(seen)) == RESOURCES_PAGE + 30 + 5  # plus the vault's 5 notes
+    # Plus the vault's 5 notes and its one attachment (image.png, listed after the notes).
+    assert len(seen) == len(set(seen)) == RESOURCES_PAGE + 30 + 5 + 1
+    assert seen[-1] == (vault / "image.png").as_uri()
     assert (vault / ".obsidian" / "config.md").as_uri() not in seen
     with pytest.raises(InvalidParams):
         anyio.run(provider.list_resources, CTX, "garbage")
@@ -52,9 +54,11 @@ def test_read_and_not_found(server: Server, vault: Path) -> None:
             "text": (vault / "inbox.md").read_text(),
         }
     ]
+    (vault / "data.bin").write_bytes(b"neither a note nor an attachment")
     for uri in (
-        (vault / "image.png").as_uri(),
+        (vault / "data.bin").as_uri(),
         (vault / "missing.md").as_uri(),
+        (vault / "missing.png").as_uri(),
         "file:///etc/passwd",
         vault.as_uri() + "/%2e%2e/outside/secret.md",
     ):

@@ -69,7 +69,7 @@ def test_unaddressable_names_on_disk_are_skipped_not_fatal(server: Server, vault
         "journal/2026-11-28.md",
     }
     resources, _cursor = list_resources(svc, None)
-    assert [r["name"] for r in resources] == listed
+    assert [r["name"] for r in resources] == [*listed, "image.png"]  # then the attachment
 
 
 def _long_note_path(vault: Path) -> list[str]:
@@ -118,7 +118,7 @@ def test_a_note_too_deep_for_a_uri_does_not_break_listing(server: Server, vault:
     ]
     assert svc.notes_search(None, "plan", None, None, None).total == 4
     resources, _cursor = list_resources(svc, None)
-    assert [r["name"] for r in resources] == listed
+    assert [r["name"] for r in resources] == [*listed, "image.png"]  # then the attachment
 
 
 def test_read_full_and_range(server: Server, vault: Path) -> None:
