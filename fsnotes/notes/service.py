@@ -331,7 +331,7 @@ class Notes:
             return text
 
         try:
-            with self.audited("update", "notes_update", loc, etag_before=etag) as ticket:
+            with self.audited("update", "notes_update", loc) as ticket:
                 new_etag, info = loc.store.update(loc.parts, transform, expect_etag=etag)
                 ticket.etag_before = before[-1]
                 ticket.done(etag_after=new_etag)
@@ -344,7 +344,7 @@ class Notes:
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
         try:
-            with self.audited("move", "notes_move", loc, etag_before=etag) as ticket:
+            with self.audited("move", "notes_move", loc) as ticket:
                 moved_etag, _info = loc.store.move(loc.parts, dst.parts, expect_etag=etag)
                 ticket.etag_before = moved_etag
                 ticket.done(etag_after=moved_etag, path_after=display(dst.parts))
