@@ -61,9 +61,12 @@ def pg_cluster() -> Iterator[Any]:
 
 
 @pytest.fixture
-def pg_dsn(pg_cluster: Any) -> str:
-    """The DSN of a fresh, empty database in the session's cluster."""
-    return str(pg_cluster.new_database())
+def pg_dsn(pg_cluster: Any) -> Iterator[str]:
+    """The DSN of a fresh, empty database in the session's cluster (dropped afterwards,
+    whoever is still connected to it)."""
+    dsn = str(pg_cluster.new_database())
+    yield dsn
+    pg_cluster.drop_database(dsn)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -155,6 +155,13 @@ class Cluster:
             conn.execute(f"CREATE DATABASE {name}")
         return self.dsn(name)
 
+    def drop_database(self, dsn: str) -> None:
+        import psycopg
+
+        name = dsn.rsplit("/", 1)[1]
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)

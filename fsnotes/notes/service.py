@@ -328,7 +328,7 @@ class Notes:
             return text
 
         try:
-            with self.audited("update", "notes_update", loc, etag_before=etag) as ticket:
+            with self.audited("update", "notes_update", loc) as ticket:
                 with self.keeping(loc, "notes_update") as keep:
                     new_etag, info = loc.store.update(
                         loc.parts, transform, expect_etag=etag, keep=keep
@@ -346,7 +346,7 @@ class Notes:
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
         try:
-            with self.audited("move", "notes_move", loc, etag_before=etag) as ticket:
+            with self.audited("move", "notes_move", loc) as ticket:
                 with self.keeping(loc, "notes_move") as keep:
                     moved_etag, _info = loc.store.move(
                         loc.parts, dst.parts, expect_etag=etag, keep=keep

@@ -58,7 +58,9 @@ class Database(Protocol):
         when the block ends, rolled back when it raises."""
         ...
 
-    def transaction(self) -> contextlib.AbstractContextManager[SQL]:
+    def transaction(self, *, durable: bool = True) -> contextlib.AbstractContextManager[SQL]:
         """A write transaction that other ones on this store may run beside, where the rows
-        it touches are what conflicts (on SQLite the same as :meth:`immediate`)."""
+        it touches are what conflicts (on SQLite the same as :meth:`immediate`).
+        ``durable=False``: its commit returns before it is on disk (a crash may lose it,
+        never a transaction committed durably before or after it)."""
         ...

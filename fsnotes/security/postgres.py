@@ -382,18 +382,22 @@ class PgDB:
             yield sql
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[SQL]:
-        with self._transaction(serialise=False) as sql:
+    def transaction(self, *, durable: bool = True) -> Iterator[SQL]:
+        with self._transaction(serialise=False, durable=durable) as sql:
             yield sql
 
     @contextlib.contextmanager
-    def _transaction(self, *, serialise: bool) -> Iterator[SQL]:
+    def _transaction(self, *, serialise: bool, durable: bool = True) -> Iterator[SQL]:
         # Committed when the block ends, rolled back when it raises (psycopg's
         # Transaction); any driver error, the commit's included, becomes the store's.
         try:
             with self._pg.connection() as conn, conn.transaction():
                 if serialise:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
+                if not durable:
+                    # PostgreSQL's asynchronous commit: durable within a moment
+                    # (wal_writer_delay); a crash may lose it, never corrupt anything.
+                    conn.execute("SET LOCAL synchronous_commit = off")
                 yield _PgSQL(conn)
         except psycopg.Error as exc:
             raise self._fail(exc) from None

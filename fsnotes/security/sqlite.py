@@ -147,9 +147,26 @@ class LocalDB:
             _rollback(db)
             raise self._error(describe(exc)) from None
 
-    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """SQLite has one write lock per database: the same as :meth:`immediate`."""
-        return self.immediate()
+    @contextlib.contextmanager
+    def transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """SQLite has one write lock per database: :meth:`immediate`. ``durable=False``: the
+        commit is not synced (``synchronous=NORMAL`` for it: in WAL mode a power loss may
+        drop it, never corrupt the file; the next synced commit makes it durable too)."""
+        if durable:
+            with self.immediate() as db:
+                yield db
+            return
+        db = self.connect()
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            raise self._error(describe(exc)) from None
+        try:
+            with self.immediate() as db:
+                yield db
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("PRAGMA synchronous=FULL")
 
 
 def _rollback(db: sqlite3.Connection) -> None:

@@ -80,18 +80,22 @@ def test_the_row_cap_fails_closed(backend: SharedState, monkeypatch: pytest.Monk
     assert not store.is_used("cap-over")
 
 
-def _claim_in_child(state_dir: str, dsn: str | None, nonce: str, barrier: Any, out: Any) -> None:
+def _claim_in_child(
+    state_dir: str, dsn: str | None, nonces: list[str], barrier: Any, out: Any
+) -> None:
     shared = SharedState.open(Path(state_dir), dsn)
     store = open_replay(shared, clock=time.time)
-    barrier.wait()
     try:
-        with store.claim(nonce, time.time() + 60):
-            time.sleep(0.05)  # hold the critical section: the others must wait, then lose
-        out.put("claimed")
-    except AlreadyUsed:
-        out.put("already-used")
-    except Exception as exc:
-        out.put(f"error: {exc}")
+        for nonce in nonces:
+            barrier.wait(60)  # every process at the start line of this round
+            try:
+                with store.claim(nonce, time.time() + 60):
+                    time.sleep(0.05)  # hold the critical section: the others wait, then lose
+                out.put((nonce, "claimed"))
+            except AlreadyUsed:
+                out.put((nonce, "already-used"))
+            except Exception as exc:
+                out.put((nonce, f"error: {exc}"))
     finally:
         shared.close()
 
@@ -101,22 +105,26 @@ def test_eight_processes_claiming_one_nonce_succeed_exactly_once(
 ) -> None:
     open_replay(backend, clock=time.time)  # the schema exists before the race
     ctx = multiprocessing.get_context("spawn")
-    for round_ in range(3):
-        barrier, out = ctx.Barrier(CLAIMERS), ctx.Queue()
-        procs = [
-            ctx.Process(
-                target=_claim_in_child,
-                args=(str(backend.state_dir), backend_dsn, f"race-{round_}", barrier, out),
-            )
-            for _ in range(CLAIMERS)
-        ]
-        for p in procs:
-            p.start()
-        results = sorted(out.get(timeout=60) for _ in procs)
-        for p in procs:
-            p.join(30)
-            assert p.exitcode == 0
-        assert results == ["already-used"] * (CLAIMERS - 1) + ["claimed"], results
+    nonces = [f"race-{round_}" for round_ in range(5)]
+    barrier, out = ctx.Barrier(CLAIMERS), ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_claim_in_child,
+            args=(str(backend.state_dir), backend_dsn, nonces, barrier, out),
+        )
+        for _ in range(CLAIMERS)
+    ]
+    for p in procs:
+        p.start()
+    results: dict[str, list[str]] = {n: [] for n in nonces}
+    for _ in range(CLAIMERS * len(nonces)):
+        nonce, outcome = out.get(timeout=120)
+        results[nonce].append(outcome)
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    for nonce in nonces:
+        assert sorted(results[nonce]) == ["already-used"] * (CLAIMERS - 1) + ["claimed"], results
 
 
 def _race_threads(store: Any, nonce: str) -> list[str]:
