@@ -100,6 +100,7 @@ KEEPALIVE_S = 15.0
 # stdio bound (limits.MAX_IN_FLIGHT). Past it, and past the in-flight budget, 503.
 MAX_MODERN_IN_FLIGHT = limits.MAX_IN_FLIGHT
 RETRY_AFTER = (b"retry-after", b"1")
+_CLOSE = [(b"connection", b"close")]
 
 
 def _refusal(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
@@ -127,6 +128,7 @@ class McpEndpoint:
         *,
         port: int,
         sessions: SessionTable | None = None,
+        body_timeout: float = BODY_TIMEOUT_S,
     ) -> None:
         self.app = app
         self.settings = settings
@@ -135,6 +137,7 @@ class McpEndpoint:
         self.budget = InFlightBudget(limits.MAX_IN_FLIGHT_BYTES)
         self.sessions = sessions or SessionTable()
         self.modern_in_flight = 0
+        self.body_timeout = body_timeout
         self._hosts = settings.allowed_hosts(port)
         self._origins = settings.allowed_origins(port)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -161,6 +164,10 @@ class McpEndpoint:
         if scope["type"] != "http":
             return  # lifespan is off and websockets are disabled; nothing else reaches us
         headers: list[tuple[bytes, bytes]] = scope["headers"]
+        if sum(len(k) + len(v) + 4 for k, v in headers) > hw.MAX_HEADER_BYTES:
+            # h11 limits headers still arriving; ones that came in one read are counted here.
+            await self._refuse(send, 431, "Request header fields too large", _CLOSE)
+            return
         host, repeated = hw.single(headers, "host")
         if host is None or repeated or host.lower() not in self._hosts:
             await self._refuse(send, 403, "Forbidden: this server does not answer at that Host")
@@ -233,7 +240,7 @@ class McpEndpoint:
             await self._refuse(send, 413, too_large)
             return None
         body = bytearray()
-        with anyio.move_on_after(BODY_TIMEOUT_S) as timer:
+        with anyio.move_on_after(self.body_timeout) as timer:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
@@ -248,7 +255,7 @@ class McpEndpoint:
             await self._refuse(
                 send,
                 408,
-                f"Request timeout: the body did not arrive within {BODY_TIMEOUT_S:g} s",
+                f"Request timeout: the body did not arrive within {self.body_timeout:g} s",
                 [(b"connection", b"close")],
             )
         return None
