@@ -33,8 +33,20 @@ def listener() -> Iterator[int]:
 def _probe(tmp_path: Path, port: int, *extra: str, bind_port: int | None = None) -> Any:
     workspace, state = make_workspace(tmp_path), tmp_path / "state"
     token = add_token(state, "ada")
-    argv = [sys.executable, str(PROBE), "serve", "--workspace", str(workspace),
-            "--state-dir", str(state), "--principal", "ada", "--http", "127.0.0.1:0", *extra]
+    argv = [
+        sys.executable,
+        str(PROBE),
+        "serve",
+        "--workspace",
+        str(workspace),
+        "--state-dir",
+        str(state),
+        "--principal",
+        "ada",
+        "--http",
+        "127.0.0.1:0",
+        *extra,
+    ]
     with HttpServer(argv) as server:
         raw = Raw(server, token)
         try:
@@ -57,16 +69,12 @@ def test_jailed_http_server_can_neither_connect_nor_bind(tmp_path: Path, listene
     assert probe == {"connect": "EACCES", "bind_any": "EACCES"}
 
 
-def test_without_the_jail_the_same_probe_connects_and_binds(
-    tmp_path: Path, listener: int
-) -> None:
+def test_without_the_jail_the_same_probe_connects_and_binds(tmp_path: Path, listener: int) -> None:
     probe, _log = _probe(tmp_path, listener, "--no-landlock")
     assert probe == {"connect": "ok", "bind_any": "ok"}
 
 
-def test_the_setup_pages_port_stays_bindable_and_no_other(
-    tmp_path: Path, listener: int
-) -> None:
+def test_the_setup_pages_port_stays_bindable_and_no_other(tmp_path: Path, listener: int) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         page_port = s.getsockname()[1]

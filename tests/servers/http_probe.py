@@ -20,13 +20,13 @@ from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from fsnotes import cli, server  # noqa: E402
-from fsnotes.protocol import RequestContext, Tool, ToolAnnotations, ToolResult  # noqa: E402
+from fsnotes import cli, server
+from fsnotes.protocol import RequestContext, Tool, ToolAnnotations, ToolResult
 
 
 class ProbeArgs(BaseModel):
-    connectPort: int = Field(ge=1, le=65535)  # noqa: N815 (a wire name)
-    bindPort: int | None = Field(default=None, ge=1, le=65535)  # noqa: N815
+    connectPort: int = Field(ge=1, le=65535)
+    bindPort: int | None = Field(default=None, ge=1, le=65535)
 
 
 def _attempt(fn: Callable[[], Any]) -> str:
