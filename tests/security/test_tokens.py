@@ -37,11 +37,14 @@ def test_new_tokens_are_256_random_bits_and_stored_only_as_digests(tmp_path: Pat
 
 @pytest.mark.parametrize(
     ("header", "token"),
-    [("Bearer abc", "abc"), ("bearer abc", "abc"), ("BEARER  abc", "abc"), ("Bearer a.b-c~d+/=", "a.b-c~d+/="),
-     ("Bearer", None), ("Bearer ", None), ("Basic abc", None), ("Bearer a b", None),
+    [("Bearer abc", "abc"), ("bearer abc", "abc"), ("BEARER  abc", "abc"),
+     ("Bearer a.b-c~d+/=", "a.b-c~d+/="), ("Bearer", None), ("Bearer ", None),
+     ("Basic abc", None), ("Bearer a b", None),
      ("Bearer abc\x00", None), ("abc", None), (None, None), ("Bearer " + "a" * 300, None)],
 )  # fmt: skip
-def test_only_a_well_formed_bearer_value_yields_a_token(header: str | None, token: str | None) -> None:
+def test_only_a_well_formed_bearer_value_yields_a_token(
+    header: str | None, token: str | None
+) -> None:
     assert bearer_token(header) == token
 
 
