@@ -25,10 +25,10 @@ from typing import Any
 import anyio
 
 from fsnotes.protocol import inbound, limits
+from fsnotes.protocol.answers import AnswerBudget, admit
 from fsnotes.protocol.budget import Hold, InFlightBudget
 from fsnotes.protocol.calls import Call, Channel
 from fsnotes.protocol.dispatch import Dispatcher, Reply
-from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.linecost import LineCost, line_cost
 from fsnotes.protocol.registry import App, JSONObject
 from fsnotes.protocol.session import Session
@@ -125,9 +125,9 @@ class ServerConnection:
     principal whose token opened it. It is handed to the dispatcher with each request, in
     whose context it travels (nothing below keeps it).
 
-    ``dispatcher`` and ``budget`` may be shared between connections (the HTTP transport shares
-    both between its sessions); by default each connection makes its own, with
-    ``max_in_flight_bytes``.
+    ``dispatcher``, ``budget`` and ``answers`` may be shared between connections (the HTTP
+    transport shares them between its sessions and its stateless requests); by default each
+    connection makes its own, of ``max_in_flight_bytes`` and ``max_pending_answer_bytes``.
     """
 
     def __init__(
@@ -144,12 +144,13 @@ class ServerConnection:
         max_input_rounds: int = limits.MAX_INPUT_ROUNDS,
         dispatcher: Dispatcher | None = None,
         budget: InFlightBudget | None = None,
+        answers: AnswerBudget | None = None,
     ) -> None:
         self.app = app
         self.principal = principal
         self.max_in_flight = max_in_flight
         self.budget = budget if budget is not None else InFlightBudget(max_in_flight_bytes)
-        self.max_pending_answer_bytes = max_pending_answer_bytes
+        self.answers = answers if answers is not None else AnswerBudget(max_pending_answer_bytes)
         self.dispatcher = dispatcher or Dispatcher(
             app,
             tools_page_size=tools_page_size,
@@ -162,11 +163,6 @@ class ServerConnection:
         self._in_flight: dict[TaskKey, _Entry] = {}
         # Our server-to-client requests awaiting an answer, with what the answer is charged to.
         self._pending: dict[int, Hold] = {}
-        # Encoded answers of finished requests waiting to be written, and room reserved for
-        # answers being computed again (see _admit); the event is set whenever that falls.
-        self._answer_bytes = 0
-        self._answer_room: anyio.Event | None = None
-        self._rerun_turn: anyio.Lock | None = None
         self._next_server_id = 1
         self._closed = False
         self._roots_runs = 0
@@ -196,10 +192,19 @@ class ServerConnection:
         return self.budget.held
 
     @property
+    def max_pending_answer_bytes(self) -> int:
+        """The answer budget's size (shared with other connections when the budget is)."""
+        return self.answers.max_bytes
+
+    @max_pending_answer_bytes.setter
+    def max_pending_answer_bytes(self, value: int) -> None:
+        self.answers.max_bytes = value
+
+    @property
     def pending_answer_bytes(self) -> int:
         """Bytes of the encoded answers that finished requests hold until they are written, and
-        of the room reserved for answers being computed again (see :meth:`_admit`)."""
-        return self._answer_bytes
+        of the room reserved for answers being computed again (see :mod:`answers`)."""
+        return self.answers.held
 
     @property
     def answers_backlogged(self) -> bool:
@@ -207,32 +212,11 @@ class ServerConnection:
         While they do, the transport should read no more requests (a high-water mark, as in
         node's streams): the client is not keeping up, and the other half is left for the
         answers of requests already running."""
-        return self._answer_bytes * 2 >= self.max_pending_answer_bytes
+        return self.answers.backlogged
 
     async def answers_drained(self) -> None:
         """Return once :attr:`answers_backlogged` is false (at once if it is)."""
-        while self.answers_backlogged:
-            await self._answer_room_changed()
-
-    async def _answer_room_changed(self) -> None:
-        if self._answer_room is None:
-            self._answer_room = anyio.Event()
-        await self._answer_room.wait()
-
-    def _free_answer_bytes(self, size: int) -> None:
-        self._answer_bytes -= size
-        room, self._answer_room = self._answer_room, None
-        if room is not None:
-            room.set()
-
-    def _fits(self, size: int) -> bool:
-        """May an answer of ``size`` bytes be kept beside those already waiting?"""
-        waiting = self._answer_bytes
-        return (
-            size <= limits.SMALL_ANSWER_BYTES
-            or not waiting
-            or waiting + size <= self.max_pending_answer_bytes
-        )
+        await self.answers.drained()
 
     def receive_line(self, line: bytes) -> list[Action]:
         """Handle one line (without its newline).
@@ -404,31 +388,20 @@ class ServerConnection:
 
         async def run(peer: Peer) -> None:
             channel: Channel = _Channel(self, peer, entry.hold, entry)
-            reserved = 0
             try:
-                # The answer is passed on, never named here: this frame must not keep it alive
-                # while it waits to be written (only its encoding is held, and charged).
-                line = self._admit(key, entry, await dispatcher.respond(call, channel), 0)
-                while isinstance(line, int):
-                    # Dropped for want of room: run again once an answer of its size fits, with
-                    # that room reserved meanwhile (turns taken in order), so a backlog is
-                    # recomputed as fast as it drains and never in vain.
-                    if self._rerun_turn is None:
-                        self._rerun_turn = anyio.Lock()
-                    async with self._rerun_turn:
-                        while not self._fits(line):
-                            await self._answer_room_changed()
-                        reserved = line
-                        self._answer_bytes += reserved
-                    line = self._admit(
-                        key, entry, await dispatcher.respond(call, channel), reserved
-                    )
-                    reserved = 0
-                if line:
-                    await self._deliver(peer, line)
+                admitted = await admit(
+                    self.answers,
+                    call,
+                    lambda: dispatcher.respond(call, channel),
+                    # A second run would ask the client again: only reads that asked nothing.
+                    may_rerun=lambda: call.reads_only and not entry.asked,
+                    wanted=lambda: self._in_flight.get(key) is entry,
+                )
+                if admitted is not None:
+                    del self._in_flight[key]
+                    call.active = False
+                    await self._deliver(peer, admitted.line)
             finally:
-                if reserved:
-                    self._free_answer_bytes(reserved)
                 if self._in_flight.get(key) is entry:
                     del self._in_flight[key]
                 call.active = False
@@ -438,74 +411,12 @@ class ServerConnection:
 
         return [StartTask(key, run)]
 
-    def _admit(
-        self, key: TaskKey, entry: _Entry, message: JSONObject, reserved: int
-    ) -> bytes | int:
-        """Encode ``message``, the response to ``entry``'s call, and charge it to the answers
-        waiting to be written (in place of the ``reserved`` room, given back here); return the
-        line for :meth:`_deliver`, ``b""`` if the request was cancelled (it gets nothing more),
-        or the answer's size if it was dropped and the request is to run again when that fits.
-
-        An answer larger than :data:`limits.SMALL_ANSWER_BYTES` that would take the answers
-        waiting past ``max_pending_answer_bytes`` is dropped, unless nothing else waits (so any
-        one answer can be delivered): a request that only reads runs again, any other is
-        answered "busy". Small answers are always kept: what writes, deletes and errors answer
-        is never replaced after the work was done. Nothing keeps ``message`` once this returns
-        (the caller must not name it), so a dropped answer is freed at once and a kept one is
-        held once, as bytes.
-        """
-        if reserved:
-            self._free_answer_bytes(reserved)
-        # A cancelled request gets nothing more (cancellation: "send no response").
-        if self._in_flight.get(key) is not entry:
-            return b""
-        request = entry.call
-        try:
-            line = encode_message(message)
-        except (TypeError, ValueError):
-            # A result JSON cannot carry (a handler bug): encoding fails before anything is
-            # written, so the client still gets exactly one answer.
-            _log.exception("result of %s (request %r) is not JSON", request.method, request.id)
-            line = encode_message(error_message(request.id, INTERNAL_ERROR, "Internal error"))
-        size = len(line)
-        if not self._fits(size):
-            waiting = self._answer_bytes
-            if request.reads_only and not entry.asked:
-                _log.debug(
-                    "the %d-byte answer to request %r waits for room (%d bytes of answers "
-                    "wait to be written); it will be computed again",
-                    size,
-                    request.id,
-                    waiting,
-                )
-                return size
-            _log.warning(
-                "dropped the %d-byte answer to request %r: %d bytes of answers wait for the "
-                "client to read them",
-                size,
-                request.id,
-                waiting,
-            )
-            line = encode_message(
-                error_message(
-                    request.id,
-                    INTERNAL_ERROR,
-                    f"Server busy: this request was carried out, but its {size}-byte answer "
-                    f"was dropped: {waiting} bytes of earlier answers are waiting for the "
-                    f"client to read them (at most {self.max_pending_answer_bytes} are kept)",
-                )
-            )
-        del self._in_flight[key]
-        request.active = False
-        self._answer_bytes += len(line)
-        return line
-
     async def _deliver(self, peer: Peer, line: bytes) -> None:
-        """Write an answer :meth:`_admit` charged, and give its charge back once written."""
+        """Write an answer :func:`admit` charged, and give its charge back once written."""
         try:
             await peer.write(line)
         finally:
-            self._free_answer_bytes(len(line))
+            self.answers.free(len(line))
 
     def _reserve(self, hold: Hold, charge: int) -> bool:
         """Charge ``charge`` bytes to ``hold`` if the in-flight budget has room."""

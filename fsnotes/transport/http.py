@@ -26,7 +26,9 @@ the client cancelling its request"; ``notifications/cancelled`` does).
 
 The core does the rest: one :class:`~fsnotes.protocol.dispatch.Dispatcher` for all, one
 :class:`~fsnotes.protocol.connection.ServerConnection` per session, and one in-flight budget
-(:class:`~fsnotes.protocol.budget.InFlightBudget`) shared by every request of both eras.
+(:class:`~fsnotes.protocol.budget.InFlightBudget`) and one budget of answers waiting to be
+written (:class:`~fsnotes.protocol.answers.AnswerBudget`) shared by every request of both eras,
+so the number of clients does not multiply what they can make the server hold.
 Not supported (MAY in the spec): resuming streams with ``Last-Event-ID`` (ignored), batches of a
 2025-03-26 session, CORS (no browser page can read an answer).
 """
@@ -41,10 +43,11 @@ import anyio.abc
 from starlette.types import Receive, Scope, Send
 
 from fsnotes.protocol import inbound, limits
+from fsnotes.protocol.answers import Admitted, AnswerBudget, admit
 from fsnotes.protocol.budget import Hold, InFlightBudget
 from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.framing import encode_message
-from fsnotes.protocol.registry import App, JSONObject
+from fsnotes.protocol.registry import App
 from fsnotes.protocol.versions import ADVERTISED_VERSIONS, LEGACY_VERSIONS
 from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
@@ -119,12 +122,13 @@ class McpEndpoint:
         self.authenticator = authenticator
         self.dispatcher = Dispatcher(app)
         self.budget = InFlightBudget(limits.MAX_IN_FLIGHT_BYTES)
+        self.answers = AnswerBudget(limits.MAX_PENDING_ANSWER_BYTES)
         self.sessions = sessions or SessionTable()
         self.modern_in_flight = 0
         self.body_timeout = body_timeout
         self._hosts = settings.allowed_hosts(port)
         self._origins = settings.allowed_origins(port)
-        self.legacy = LegacySessions(app, self.dispatcher, self.budget, self.sessions)
+        self.legacy = LegacySessions(app, self.dispatcher, self.budget, self.answers, self.sessions)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -361,15 +365,26 @@ class McpEndpoint:
             reply = HttpReply(send)
             call = routed
 
-            async def handle() -> JSONObject:
-                return await self.dispatcher.respond(call, ModernChannel(reply))
+            async def handle() -> Admitted | None:
+                # The answer is charged to the answers budget every request shares until it
+                # is written (a read too large for it now is computed again once it fits).
+                return await admit(
+                    self.answers,
+                    call,
+                    lambda: self.dispatcher.respond(call, ModernChannel(reply)),
+                    may_rerun=lambda: call.reads_only,
+                    wanted=lambda: not reply.gone,
+                )
 
-            answer = await until_gone(receive, reply, handle, cancel=True)
+            admitted: Admitted | None = await until_gone(receive, reply, handle, cancel=True)
             call.active = False
-            if answer is not None:
-                await reply.answer(encode_message(answer), hw.modern_status(answer))
-            else:
+            if admitted is None:
                 _log.debug("request %r: its stream closed, so it was cancelled", request_id)
+            else:
+                try:
+                    await reply.answer(admitted.line, hw.status_of(admitted.error_code))
+                finally:
+                    self.answers.free(len(admitted.line))
             if reply.stalled:
                 raise Stalled
         finally:

@@ -2,7 +2,7 @@
 
 ``initialize`` (with no ``Mcp-Session-Id``) opens a session: a
 :class:`~fsnotes.protocol.connection.ServerConnection` for the principal whose token sent it,
-sharing the endpoint's dispatcher and in-flight budget, kept in the
+sharing the endpoint's dispatcher and its in-flight and answer budgets, kept in the
 :class:`~fsnotes.transport.http_sessions.SessionTable` under a fresh id that the response's
 ``Mcp-Session-Id`` carries. Later POSTs name the id: a request's task runs in the POST's own
 handler and writes through a :class:`~fsnotes.transport.http_reply.PostPeer` (JSON, or an SSE
@@ -22,6 +22,7 @@ import anyio.abc
 from starlette.types import Receive, Scope, Send
 
 from fsnotes.protocol import inbound
+from fsnotes.protocol.answers import AnswerBudget
 from fsnotes.protocol.budget import InFlightBudget
 from fsnotes.protocol.connection import ServerConnection
 from fsnotes.protocol.dispatch import Dispatcher, Reply
@@ -53,7 +54,6 @@ from fsnotes.transport.http_reply import (
     Reply as HttpReply,
 )
 from fsnotes.transport.http_sessions import (
-    SESSION_ANSWER_BYTES,
     HttpSession,
     SessionsFull,
     SessionTable,
@@ -71,11 +71,17 @@ class LegacySessions:
     sessions' own tasks run; the endpoint sets it while it runs."""
 
     def __init__(
-        self, app: App, dispatcher: Dispatcher, budget: InFlightBudget, sessions: SessionTable
+        self,
+        app: App,
+        dispatcher: Dispatcher,
+        budget: InFlightBudget,
+        answers: AnswerBudget,
+        sessions: SessionTable,
     ) -> None:
         self.app = app
         self.dispatcher = dispatcher
         self.budget = budget
+        self.answers = answers
         self.sessions = sessions
         self.task_group: anyio.abc.TaskGroup | None = None
 
@@ -157,7 +163,7 @@ class LegacySessions:
             principal=principal,
             dispatcher=self.dispatcher,
             budget=self.budget,
-            max_pending_answer_bytes=SESSION_ANSWER_BYTES,
+            answers=self.answers,
         )
         actions = conn.receive_parsed(parsed)
         answer = next((a.message for a in actions if isinstance(a, SendAction)), None)

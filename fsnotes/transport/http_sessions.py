@@ -31,11 +31,11 @@ from fsnotes.protocol.wire import TaskKey
 
 _log = logging.getLogger("fsnotes.transport")
 
-# Most live sessions. Each holds its connection's answers waiting to be written (at most
-# SESSION_ANSWER_BYTES, or one larger answer) and a few KiB of state; the requests in flight
-# of every session share the server's one in-flight budget (limits.MAX_IN_FLIGHT_BYTES). A
-# desktop host opens one session per configured server, so 32 serve a team of hosts behind one
-# process while keeping the answers they can make wait at about 32 x 10 MiB.
+# Most live sessions. Each holds a few KiB of state (what initialize declared, the roots it
+# reported, its messages for the GET stream: at most STREAM_BACKLOG_BYTES); its requests and
+# their answers are charged to the server's in-flight and answer budgets, shared by every
+# session and stateless request. A desktop host opens one session per configured server, so
+# 32 serve a team of hosts behind one process.
 MAX_SESSIONS = 32
 # Most live sessions of one principal: one token holder cannot take every slot.
 MAX_SESSIONS_PER_PRINCIPAL = 8
@@ -45,9 +45,6 @@ MAX_SESSIONS_PER_PRINCIPAL = 8
 SESSION_IDLE_S = 3600.0
 # How often idle sessions are looked for.
 SESSION_SWEEP_S = 60.0
-# Answers waiting to be written, per session (see limits.MAX_PENDING_ANSWER_BYTES, of which
-# this is the HTTP share: one answer of any size still goes through when nothing else waits).
-SESSION_ANSWER_BYTES = 8 * 1024 * 1024
 # Messages meant for the GET stream while none is open (a roots/list sent right after
 # notifications/initialized, before the client's GET arrives) are kept up to this many bytes;
 # older ones are dropped past it (a request among them then times out).

@@ -62,13 +62,16 @@ _MODERN_STATUS = {
 }
 
 
+def status_of(code: int | None) -> int:
+    """The HTTP status of a 2026-07-28 answer whose error has ``code`` (``None``: a result)."""
+    return 200 if code is None else _MODERN_STATUS.get(code, 200)
+
+
 def modern_status(message: dict[str, Any]) -> int:
     """The HTTP status of a 2026-07-28 answer: 200, or its error's mapped status."""
     error = message.get("error")
-    if not isinstance(error, dict):
-        return 200
-    code = error.get("code")
-    return _MODERN_STATUS.get(code, 200) if isinstance(code, int) else 200
+    code = error.get("code") if isinstance(error, dict) else None
+    return status_of(code if isinstance(code, int) else None)
 
 
 def media_type(value: str | None) -> str:

@@ -279,3 +279,50 @@ def test_many_concurrent_requests_all_answered(draw: Raw, demo: HttpServer) -> N
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         assert sorted(pool.map(one, range(64))) == sorted(f"m{i}" for i in range(64))
+
+
+@pytest.mark.timeout(240)
+def test_reads_of_a_large_note_past_the_answer_budget_all_arrive_whole(
+    tmp_path: Path,
+) -> None:
+    # 9 answers of 9 MiB held for clients that read nothing yet are more than the 64 MiB of
+    # answers the server keeps waiting: the later ones are computed again once room is made
+    # (never held meanwhile), and every client gets its whole answer once it reads.
+    from .http_support import add_token, make_workspace, start_fsnotes
+
+    workspace, state = make_workspace(tmp_path), tmp_path / "state"
+    big = "# Big\n\n" + ("a line of a large note, " * 40 + "\n") * 4300
+    assert 4_000_000 < len(big) <= 4 * 1024 * 1024
+    (workspace / "big.md").write_text(big)
+    token = add_token(state, "ada")
+    with start_fsnotes(workspace, state, "-v") as server:
+        raw = Raw(server, token)
+        host, port = server.host.rsplit(":", 1)
+        socks = []
+        for _ in range(9):
+            body = json.dumps(raw.request("tools/call", {"name": "notes_read", "arguments": {
+                "uri": (workspace / "big.md").as_uri()}})).encode()  # fmt: skip
+            sock = socket.create_connection((host, int(port)), timeout=60)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            sock.sendall(request_head(server, token, body, list(raw.modern_headers(
+                json.loads(body)).items())) + body)  # fmt: skip
+            socks.append(sock)
+        deadline = time.monotonic() + 150  # nine 4 MiB reads; minutes on a loaded machine
+        while "it will be computed again" not in server.stderr():
+            assert time.monotonic() < deadline, "no answer was ever held back"
+            time.sleep(0.1)
+        for sock in socks:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += sock.recv(1 << 16)
+            head, rest = data.split(b"\r\n\r\n", 1)
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))  # fmt: skip
+            while len(rest) < length:
+                chunk = sock.recv(1 << 20)
+                assert chunk
+                rest += chunk
+            sock.close()
+            answer = json.loads(rest)
+            assert answer["result"]["structuredContent"]["content"] == big
+        raw.close()
