@@ -8,7 +8,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # bench_vault.py runs its default sizes here (1k, 10k); `make bench-vault SIZES=...` for more.
-SCRIPTS = ["bench_sandbox.py", "bench_protocol.py", "bench_notes.py", "bench_vault.py"]
+SCRIPTS = [
+    "bench_sandbox.py",
+    "bench_protocol.py",
+    "bench_notes.py",
+    "bench_http.py",
+    "bench_vault.py",
+]
 
 
 def main() -> int:
