@@ -213,3 +213,43 @@ def test_a_body_that_does_not_arrive_in_time_gets_408() -> None:
     anyio.run(main)
     assert sent[0]["status"] == 408
     assert (b"connection", b"close") in sent[0]["headers"]  # type: ignore[operator]
+
+
+@pytest.mark.timeout(180)
+def test_a_client_that_stops_reading_loses_its_connection_and_others_go_on(
+    tmp_path: Path,
+) -> None:
+    from fsnotes.transport.http_reply import WRITE_STALL_S
+
+    from .http_support import make_workspace, start_fsnotes
+
+    workspace, state = make_workspace(tmp_path), tmp_path / "state"
+    (workspace / "big.md").write_text("# Big\n\n" + "x" * 4_000_000 + "\n")
+    token = add_token(state, "ada")
+    with start_fsnotes(workspace, state) as server:
+        raw = Raw(server, token)
+        try:
+            import json
+
+            body = json.dumps(raw.request("tools/call", {"name": "notes_read", "arguments": {
+                "uri": (workspace / "big.md").as_uri()}})).encode()  # fmt: skip
+            extra = list(raw.modern_headers(json.loads(body)).items())
+            host, port = server.host.rsplit(":", 1)
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect((host, int(port)))
+            sock.sendall(request_head(server, token, body, extra) + body)  # and never read
+            started = time.monotonic()
+            while "read nothing for a while" not in server.stderr():
+                assert time.monotonic() - started < WRITE_STALL_S + 60
+                # Meanwhile others are served.
+                assert raw.post(raw.request("tools/list")).status_code == 200
+                time.sleep(1)
+            assert time.monotonic() - started >= WRITE_STALL_S - 1
+            sock.settimeout(10)
+            with contextlib.suppress(ConnectionResetError):
+                while sock.recv(1 << 20):
+                    pass  # what was sent before the cut, then the end
+            sock.close()
+        finally:
+            raw.close()
