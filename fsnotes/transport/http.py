@@ -187,9 +187,9 @@ class McpEndpoint:
                     send, 405, f"Method not allowed: {method}", [(b"allow", b"GET, POST, DELETE")]
                 )
         except Stalled:
-            # uvicorn closes a connection whose app raises after the response started.
+            # Returning with the response unfinished makes uvicorn close the connection (and
+            # log one line, where raising would log a traceback for a client's behaviour).
             _log.warning("an HTTP client read nothing for a while; closing its connection")
-            raise
 
     async def _principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
         value, repeated = hw.single(headers, "authorization")

@@ -9,7 +9,7 @@ transports pages allow. :class:`ModernChannel` is the 2026-07-28 request's
 session's tasks write through (the request's own stream, or the session's GET stream).
 
 Every write is bounded in time: a client that stops reading for :data:`WRITE_STALL_S` loses its
-connection (the response is marked stalled and the endpoint raises, so uvicorn closes it), and
+connection (the response is marked stalled and left unfinished, so uvicorn closes it), and
 large bodies go out in :data:`WRITE_CHUNK_BYTES` pieces, so what waits in the socket's buffer
 for a client that does not read stays small.
 """
