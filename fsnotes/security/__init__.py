@@ -3,7 +3,8 @@
 Grants (principals, workspaces, access levels), sealed request state and its keyring, what
 a sealed question is bound to and what the answer said (``consent``), the replay store that
 makes a confirmation usable once, the state directory's files and locks, the rendering of
-values a person must judge (``shown``) and the SQLite settings shared by our databases.
+values a person must judge (``shown``), the SQLite settings shared by our databases, and the
+HTTP transport's bearer tokens (``tokens``: stored as digests, behind ``Authenticator``).
 
 ``__all__`` is what other packages use (``statedir`` and ``shown`` as whole modules: the
 module ``shown`` would hide a function of that name here anyway). Each is imported
@@ -31,10 +32,23 @@ if TYPE_CHECKING:
     from .seal import Keyring, Sealer
     from .shown import distinguishable, has_hidden
     from .sqlite import LocalDB
+    from .tokens import (
+        Authenticator,
+        BearerTokens,
+        TokenEntry,
+        TokenFileError,
+        Unauthenticated,
+        add_token,
+        entry_from,
+        read_tokens,
+        revoke_tokens,
+    )
 
 __all__ = [
     "Access",
     "AlreadyUsed",
+    "Authenticator",
+    "BearerTokens",
     "Binding",
     "ClaimNotRecorded",
     "ConsentRefused",
@@ -50,11 +64,18 @@ __all__ = [
     "StoreBusy",
     "StoreFull",
     "Subject",
+    "TokenEntry",
+    "TokenFileError",
+    "Unauthenticated",
     "Workspace",
+    "add_token",
     "answer_of",
     "distinguishable",
+    "entry_from",
     "has_hidden",
     "open_state",
+    "read_tokens",
+    "revoke_tokens",
     "shown",
     "statedir",
 ]
@@ -64,6 +85,8 @@ __all__ = [
 _HOME = {
     "Access": "grants",
     "AlreadyUsed": "replay",
+    "Authenticator": "tokens",
+    "BearerTokens": "tokens",
     "Binding": "consent",
     "ClaimNotRecorded": "replay",
     "ConsentRefused": "consent",
@@ -79,11 +102,18 @@ _HOME = {
     "StoreBusy": "replay",
     "StoreFull": "replay",
     "Subject": "consent",
+    "TokenEntry": "tokens",
+    "TokenFileError": "tokens",
+    "Unauthenticated": "tokens",
     "Workspace": "grants",
+    "add_token": "tokens",
     "answer_of": "consent",
     "distinguishable": "shown",
+    "entry_from": "tokens",
     "has_hidden": "shown",
     "open_state": "consent",
+    "read_tokens": "tokens",
+    "revoke_tokens": "tokens",
     "shown": "shown",
     "statedir": "statedir",
 }
