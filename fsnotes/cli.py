@@ -1,4 +1,5 @@
-"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``audit``, ``rotate-key``."""
+"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``token``, ``audit``,
+``rotate-key``."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fsnotes {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve notes over MCP on stdio")
+    serve = sub.add_parser("serve", help="serve notes over MCP on stdio (or HTTP with --http)")
     serve.add_argument(
         "--workspace",
         action="append",
@@ -63,6 +64,18 @@ def _parser() -> argparse.ArgumentParser:
         "page runs only while a setup is pending, on FSNOTES_SETUP_PORT or 8765)",
     )
     serve.add_argument("--no-history", action="store_true", help=NO_HISTORY_HELP)
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to "
+        "127.0.0.1; every request needs a bearer token, see `fsnotes token`); env FSNOTES_HTTP",
+    )
+    serve.add_argument(
+        "--http-expose",
+        action="store_true",
+        help="allow --http on a non-loopback address, reachable from other hosts "
+        "(FSNOTES_HTTP_EXPOSE=1)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
 
     doctor = sub.add_parser("doctor", help="report which containment layers are active")
@@ -70,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
     doctor.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
     doctor.add_argument("--no-history", action="store_true", help="as for serve")
+    doctor.add_argument("--http", metavar="[HOST:]PORT", help="report these HTTP settings")
+    doctor.add_argument("--http-expose", action="store_true", help="as for serve")
 
     sub.add_parser("demo", help="a scripted session on a bundled example vault")
 
@@ -108,6 +123,21 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
     audit.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
+    token = sub.add_parser(
+        "token",
+        help="bearer tokens for --http: add (printed once), list, revoke",
+        description="Bearer tokens for the HTTP endpoint, kept as SHA-256 digests in "
+        "<state dir>/http-tokens.json (0600). A running server sees changes at its next request.",
+    )
+    token.add_argument("action", choices=["add", "list", "revoke"])
+    token.add_argument(
+        "--principal",
+        metavar="NAME",
+        help="add: whom the token acts for; revoke: remove all of this principal's tokens",
+    )
+    token.add_argument("--id", metavar="HEX", help="revoke: the token with this id (token list)")
+    token.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+    token.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
 
     rotate = sub.add_parser("rotate-key", help="add a new active sealing key to the state dir")
     rotate.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
@@ -136,18 +166,35 @@ def main(argv: Sequence[str] | None = None) -> int:
                 setup_allow=args.setup_allow,
                 setup_port=args.setup_port,
                 no_history=args.no_history,
+                http=args.http,
+                http_expose=args.http_expose,
             )
             return serve(config)
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "doctor":
+        from .config import ConfigError, load
         from .doctor import format_text, history_facts, report
+        from .security.tokens import BearerTokens
+        from .server import main_error
 
-        data = report(
-            history=history_facts(
-                config_file=args.config, state_dir=args.state_dir, no_history=args.no_history
+        try:
+            config = load(
+                state_dir=args.state_dir,
+                config_file=args.config,
+                http=args.http,
+                http_expose=args.http_expose,
+                require_workspace=False,
             )
+        except ConfigError as exc:
+            return main_error(str(exc))
+        principals = None
+        if config.http is not None:
+            principals = BearerTokens(config.http.tokens, config.state_dir).principals()
+        history = history_facts(
+            config_file=args.config, state_dir=args.state_dir, no_history=args.no_history
         )
+        data = report(history=history, http=config.http, http_principals=principals)
         print(json.dumps(data, indent=2) if args.json else format_text(data))
         return 0
     if args.command == "demo":
@@ -178,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return main_error(str(exc))
     if args.command == "audit":
         from .cli_audit import run_audit
+    if args.command == "token":
+        from .cli_token import run_token
         from .config import ConfigError, load
         from .server import main_error
 
@@ -186,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 state_dir=args.state_dir, config_file=args.config, require_workspace=False
             )
             return run_audit(config, since=args.since, principal=args.principal, as_json=args.json)
+            return run_token(config, args.action, principal=args.principal, token_id=args.id)
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "rotate-key":

@@ -21,10 +21,12 @@ the config file can declare more workspaces, principals and grants::
     [state]                           # state shared by several instances (README)
     database = "postgresql://fsnotes:...@db:5432/fsnotes"   # default: SQLite files in state_dir
     instance = "notes-a"              # names this process in the audit log (host:pid)
+
     [history]                         # copies of what notes tools replace (history_store)
     enabled = true                    # or --no-history / FSNOTES_NO_HISTORY=1
     max_size_mib = 256                # FSNOTES_HISTORY_MAX_SIZE_MIB
     max_age_days = 30                 # FSNOTES_HISTORY_MAX_AGE_DAYS
+
     [prompts]                         # the daily_note prompt
     daily_template = "templates/daily.md"   # a note in the workspace (default: built in)
     daily_path = "journal/{date}.md"        # where a day's note goes
@@ -35,11 +37,20 @@ the config file can declare more workspaces, principals and grants::
     port = 8765                       # the loopback page's port
     bind = "127.0.0.1"                # 0.0.0.0 only inside a container (see README)
 
+    [http]                            # fsnotes serve --http [HOST:]PORT (see README)
+    allowed_hosts = ["notes.example.com"]      # Host values answered besides loopback names
+    allowed_origins = ["https://app.example"]  # Origin values allowed besides our own
+
+    [[http.token]]                    # a bearer token, by its SHA-256 (fsnotes token add)
+    principal = "ada"
+    sha256 = "<64 hex digits>"
+
 Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
 ``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),
 ``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``; the state keys from
 ``FSNOTES_DATABASE`` and ``FSNOTES_INSTANCE``. The database DSN may hold a password: it is
-kept out of the configuration's repr, and named everywhere else without it.
+kept out of the configuration's repr, and named everywhere else without it. HTTP comes from
+``--http``/``FSNOTES_HTTP`` and ``--http-expose``/``FSNOTES_HTTP_EXPOSE=1``.
 """
 
 from __future__ import annotations
@@ -61,7 +72,9 @@ from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
 from .notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from .security.grants import Access, Grant, Workspace
 from .security.history_store import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, HistorySettings
+from .security.tokens import TokenEntry, entry_from
 from .setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
+from .transport.http_settings import HttpSettings, SettingsError, parse_listen
 
 
 class ConfigError(Exception):
@@ -96,6 +109,8 @@ class Config:
     # Copies of what notes_update, notes_move and notes_delete replace (history_store.py).
     history: HistorySettings = field(default_factory=HistorySettings)
     daily: DailySettings = field(default_factory=DailySettings)  # [prompts]
+    # Streamable HTTP (--http): None serves stdio.
+    http: HttpSettings | None = None
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -136,6 +151,8 @@ def load(
     setup_allow: Sequence[str] = (),
     setup_port: int | None = None,
     no_history: bool = False,
+    http: str | None = None,
+    http_expose: bool = False,
     require_workspace: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> Config:
@@ -162,6 +179,7 @@ def load(
             "state",
             "history",
             "prompts",
+            "http",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -231,6 +249,7 @@ def load(
     database, instance = _state_settings(file_cfg.get("state", {}), env)
     history = _history_settings(file_cfg.get("history", {}), env, no_history=no_history)
     daily = _prompt_settings(file_cfg.get("prompts", {}), tuple(extensions))
+    http_settings = _http_settings(file_cfg.get("http", {}), http, http_expose, env)
 
     return Config(
         principal=who,
@@ -248,6 +267,7 @@ def load(
         instance=instance,
         history=history,
         daily=daily,
+        http=http_settings,
     )
 
 
@@ -304,6 +324,56 @@ def _prompt_settings(table: Any, extensions: tuple[str, ...]) -> DailySettings:
         return daily_settings(template, path, extensions)
     except ValueError as exc:
         raise ConfigError(f"[prompts] {exc}") from None
+
+
+HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token"}
+
+
+def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"[http] {key} must be a list of non-empty strings")
+    return tuple(v.strip() for v in value)
+
+
+def _http_settings(
+    table: Any, listen: str | None, expose: bool, env: Mapping[str, str]
+) -> HttpSettings | None:
+    """The HTTP endpoint's settings, or ``None`` when ``--http``/``FSNOTES_HTTP`` is absent
+    (the ``[http]`` table alone configures it, it does not turn it on)."""
+    if not isinstance(table, dict):
+        raise ConfigError("[http] must be a table")
+    unknown = set(table) - HTTP_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [http]: {', '.join(sorted(unknown))}")
+    raw_tokens = table.get("token", [])
+    if not isinstance(raw_tokens, list):
+        raise ConfigError("[[http.token]] must be an array of tables")
+    tokens: list[TokenEntry] = []
+    for i, raw in enumerate(raw_tokens):
+        try:
+            tokens.append(entry_from(raw, f"[[http.token]] #{i + 1}"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    hosts = _string_list(table, "allowed_hosts")
+    origins = _string_list(table, "allowed_origins")
+    listen = listen or env.get("FSNOTES_HTTP") or None
+    if listen is None:
+        return None
+    try:
+        host, port = parse_listen(listen)
+        settings = HttpSettings(
+            host=host,
+            port=port,
+            expose=expose or _truthy(env.get("FSNOTES_HTTP_EXPOSE")),
+            extra_hosts=hosts,
+            extra_origins=origins,
+            tokens=tuple(tokens),
+        )
+        settings.check()
+    except SettingsError as exc:
+        raise ConfigError(str(exc)) from None
+    return settings
 
 
 INDEX_KEYS = {"rescan_interval", "watch"}

@@ -5,7 +5,8 @@ a sealed question is bound to and what the answer said (``consent``), the replay
 makes a confirmation usable once, the audit log, the history store (what changes
 replaced), the state directory's files and locks, the rendering of values a person must
 judge (``shown``), and where the shared stores live (``state``: the state directory's SQLite
-files, or PostgreSQL behind the same ``database`` seam).
+files, or PostgreSQL behind the same ``database`` seam), and the HTTP transport's bearer
+tokens (``tokens``: stored as digests, behind ``Authenticator``).
 
 ``__all__`` is what other packages use (``statedir``, ``history_store`` and ``shown`` as
 whole modules: the
@@ -55,6 +56,17 @@ if TYPE_CHECKING:
     from .shown import distinguishable, has_hidden
     from .sqlite import LocalDB
     from .state import SharedState, StateUnavailable
+    from .tokens import (
+        Authenticator,
+        BearerTokens,
+        TokenEntry,
+        TokenFileError,
+        Unauthenticated,
+        add_token,
+        entry_from,
+        read_tokens,
+        revoke_tokens,
+    )
 
 __all__ = [
     "DEFAULT_MAX_AGE_S",
@@ -65,6 +77,8 @@ __all__ = [
     "AlreadyUsed",
     "AuditUnavailable",
     "Auditor",
+    "Authenticator",
+    "BearerTokens",
     "Binding",
     "ClaimNotRecorded",
     "ConsentRefused",
@@ -89,16 +103,23 @@ __all__ = [
     "StoreFull",
     "Subject",
     "Ticket",
+    "TokenEntry",
+    "TokenFileError",
+    "Unauthenticated",
     "Version",
     "Workspace",
+    "add_token",
     "answer_of",
     "default_instance",
     "distinguishable",
+    "entry_from",
     "has_hidden",
     "history_store",
     "open_audit",
     "open_replay",
     "open_state",
+    "read_tokens",
+    "revoke_tokens",
     "shown",
     "statedir",
 ]
@@ -112,6 +133,8 @@ _HOME = {
     "AlreadyUsed": "replay",
     "AuditUnavailable": "audit",
     "Auditor": "audit",
+    "Authenticator": "tokens",
+    "BearerTokens": "tokens",
     "Binding": "consent",
     "ClaimNotRecorded": "replay",
     "ConsentRefused": "consent",
@@ -139,15 +162,22 @@ _HOME = {
     "Subject": "consent",
     "Ticket": "audit",
     "Version": "history_store",
+    "TokenEntry": "tokens",
+    "TokenFileError": "tokens",
+    "Unauthenticated": "tokens",
     "Workspace": "grants",
+    "add_token": "tokens",
     "answer_of": "consent",
     "default_instance": "audit",
     "distinguishable": "shown",
+    "entry_from": "tokens",
     "has_hidden": "shown",
     "open_audit": "audit",
     "open_replay": "replay",
     "history_store": "history_store",
     "open_state": "consent",
+    "read_tokens": "tokens",
+    "revoke_tokens": "tokens",
     "shown": "shown",
     "statedir": "statedir",
 }
