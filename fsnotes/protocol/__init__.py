@@ -2,6 +2,7 @@
 
 from fsnotes.protocol.registry import (
     App,
+    CreateMessage,
     ElicitForm,
     ElicitURL,
     InputRequest,
@@ -24,6 +25,7 @@ from fsnotes.protocol.registry import (
 
 __all__ = [
     "App",
+    "CreateMessage",
     "ElicitForm",
     "ElicitURL",
     "InputRequest",
