@@ -215,6 +215,16 @@ class Dispatcher:
             state = params.get("requestState")
             if responses is not None and not isinstance(responses, dict):
                 raise Fault(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+            # S26 InputResponses: each value is an InputResponse (ElicitResult,
+            # CreateMessageResult or ListRootsResult), an object; anything else is malformed.
+            for key, value in (responses or {}).items():
+                if not isinstance(value, dict):
+                    shown = repr(key[: limits.MAX_QUOTED_VALUE_CHARS])
+                    raise Fault(
+                        INVALID_PARAMS,
+                        f"Invalid params: inputResponses[{shown}] must be an object (the "
+                        "result of the input request sent under that key)",
+                    )
             if state is not None and not isinstance(state, str):
                 raise Fault(INVALID_PARAMS, "Invalid params: requestState must be a string")
         if method == "server/discover":

@@ -146,3 +146,13 @@ async def test_legacy_sampling_without_the_capability_asks_nothing_and_says_why(
         assert result["isError"] is True
         assert "sampling" in result["content"][0]["text"]
         assert not any(m.get("method") == "sampling/createMessage" for m in h.out)
+
+
+async def test_modern_input_response_that_is_not_an_object_is_invalid_params() -> None:
+    # S26: InputResponses maps each key to an InputResponse (ElicitResult, CreateMessageResult
+    # or ListRootsResult): an object. A number there is a malformed request, not an answer.
+    caps = {"sampling": {}}
+    async with running(ServerConnection(app(), principal="unit")) as h:
+        bad = call(1, "ask_model", _meta=meta(caps), inputResponses={"q": 12345})
+        error = (await h.call(bad))["error"]
+        assert error["code"] == -32602 and "'q'" in error["message"]
