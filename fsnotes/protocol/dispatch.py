@@ -117,10 +117,13 @@ class Dispatcher:
         meta = params.get("_meta")
         modern_tagged = isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
         try:
-            if method == "initialize":
-                return self._initialize(request_id, params, session)
+            # A modern-tagged request is served as 2026-07-28 whatever its method (D26
+            # versioning.mdx, dual-era servers), and that revision has no initialize: such an
+            # initialize is -32601 and opens no session.
             if modern_tagged or method == "server/discover":
                 return self._modern(request_id, method, params, principal)
+            if method == "initialize":
+                return self._initialize(request_id, params, session)
             if method == "ping":
                 # Legacy ping is allowed even before initialize (2025-11-25 lifecycle).
                 return Reply({"jsonrpc": "2.0", "id": request_id, "result": {}})
