@@ -60,6 +60,10 @@ _log = logging.getLogger("fsnotes.protocol")
 # Methods whose modern requests may carry a retry's inputResponses and requestState (MRTR).
 _RETRYABLE = ("tools/call", "resources/read", "prompts/get")
 
+# Methods 2026-07-28 removed that the handlers serve in the legacy era (D26 changelog 4:
+# subscriptions/listen replaces them).
+_LEGACY_ONLY = ("resources/subscribe", "resources/unsubscribe")
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -176,7 +180,8 @@ class Dispatcher:
         """The server capabilities advertised in ``modern`` or legacy shape."""
         caps: JSONObject = {"tools": {} if modern else {"listChanged": False}, "logging": {}}
         if self.app.resources is not None:
-            caps["resources"] = {} if modern else {"subscribe": False, "listChanged": False}
+            subscribe = self.app.subscriptions is not None
+            caps["resources"] = {} if modern else {"subscribe": subscribe, "listChanged": False}
             caps["completions"] = {}
         if self.app.prompts is not None:
             caps["prompts"] = {} if modern else {"listChanged": False}
@@ -306,7 +311,7 @@ class Dispatcher:
             body = self.tools.page(params.get("cursor"), modern=era == "modern")
             return Reply(self._result(request_id, era, body))
         handler = self.handlers.table.get(method)
-        if handler is None:
+        if handler is None or (era == "modern" and method in _LEGACY_ONLY):
             # Unknown, removed in this era, or a capability we did not advertise.
             raise Fault(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "tools/call":

@@ -455,6 +455,32 @@ class ResourceProvider(Protocol):
         ...
 
 
+class ResourceSubscriptions(Protocol):
+    """Serves the 2025-11-25 ``resources/subscribe`` and ``resources/unsubscribe`` (optional;
+    ``resources.subscribe`` is advertised only when present). 2026-07-28 removed both methods
+    (its subscriptions/listen is not served here).
+
+    The core keeps each session's subscriptions (one per URI, at most
+    ``limits.MAX_SUBSCRIPTIONS_PER_SESSION``) and hands the app, with each, ``updated``: an
+    awaitable that sends ``notifications/resources/updated`` for that URI to the subscribing
+    client (a no-op once it has gone). The app calls it when the resource changes, for as long
+    as it holds it; :meth:`unsubscribe` hands back the same callable to drop.
+    """
+
+    async def subscribe(
+        self, ctx: RequestContext, uri: str, updated: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Start sending ``updated`` changes of ``uri``; :class:`ResourceNotFound` when it names
+        nothing (nothing is subscribed then)."""
+        ...
+
+    async def unsubscribe(
+        self, ctx: RequestContext, uri: str, updated: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Stop: ``updated`` is the callable :meth:`subscribe` was given for ``uri``."""
+        ...
+
+
 class PromptProvider(Protocol):
     """Serves ``prompts/list`` and ``prompts/get`` (optional; not advertised when absent)."""
 
@@ -482,6 +508,8 @@ class App:
     tools: Sequence[Tool[Any, Any]]
     resources: ResourceProvider | None = None
     prompts: PromptProvider | None = None
+    # Legacy resource subscriptions; only with ``resources`` (ignored without it).
+    subscriptions: ResourceSubscriptions | None = None
     # Entered by the transport around serving and left when it stops: for background
     # services that live as long as the server (e.g. the setup page). Its failure on entry
     # stops the server before it reads a message.
