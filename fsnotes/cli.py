@@ -1,4 +1,4 @@
-"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``rotate-key``."""
+"""Command line: ``fsnotes serve``, ``demo``, ``doctor``, ``grant``, ``token``, ``rotate-key``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fsnotes {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve notes over MCP on stdio")
+    serve = sub.add_parser("serve", help="serve notes over MCP on stdio (or HTTP with --http)")
     serve.add_argument(
         "--workspace",
         action="append",
@@ -57,6 +57,18 @@ def _parser() -> argparse.ArgumentParser:
         help="the setup page's loopback port, served from start-up to exit (without it the "
         "page runs only while a setup is pending, on FSNOTES_SETUP_PORT or 8765)",
     )
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to "
+        "127.0.0.1; every request needs a bearer token, see `fsnotes token`); env FSNOTES_HTTP",
+    )
+    serve.add_argument(
+        "--http-expose",
+        action="store_true",
+        help="allow --http on a non-loopback address, reachable from other hosts "
+        "(FSNOTES_HTTP_EXPOSE=1)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
 
     doctor = sub.add_parser("doctor", help="report which containment layers are active")
@@ -82,6 +94,22 @@ def _parser() -> argparse.ArgumentParser:
     grant.add_argument(
         "--setup-allow", action="append", default=[], metavar="PATH", help="as for serve"
     )
+
+    token = sub.add_parser(
+        "token",
+        help="bearer tokens for --http: add (printed once), list, revoke",
+        description="Bearer tokens for the HTTP endpoint, kept as SHA-256 digests in "
+        "<state dir>/http-tokens.json (0600). A running server sees changes at its next request.",
+    )
+    token.add_argument("action", choices=["add", "list", "revoke"])
+    token.add_argument(
+        "--principal",
+        metavar="NAME",
+        help="add: whom the token acts for; revoke: remove all of this principal's tokens",
+    )
+    token.add_argument("--id", metavar="HEX", help="revoke: the token with this id (token list)")
+    token.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+    token.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
 
     rotate = sub.add_parser("rotate-key", help="add a new active sealing key to the state dir")
     rotate.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
@@ -109,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 no_landlock=args.no_landlock,
                 setup_allow=args.setup_allow,
                 setup_port=args.setup_port,
+                http=args.http,
+                http_expose=args.http_expose,
             )
             return serve(config)
         except ConfigError as exc:
@@ -143,6 +173,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 revoke=args.revoke,
                 show=args.list,
             )
+        except ConfigError as exc:
+            return main_error(str(exc))
+    if args.command == "token":
+        from .cli_token import run_token
+        from .config import ConfigError, load
+        from .server import main_error
+
+        try:
+            config = load(
+                state_dir=args.state_dir, config_file=args.config, require_workspace=False
+            )
+            return run_token(config, args.action, principal=args.principal, token_id=args.id)
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "rotate-key":

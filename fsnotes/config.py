@@ -24,9 +24,18 @@ the config file can declare more workspaces, principals and grants::
     port = 8765                       # the loopback page's port
     bind = "127.0.0.1"                # 0.0.0.0 only inside a container (see README)
 
+    [http]                            # fsnotes serve --http [HOST:]PORT (see README)
+    allowed_hosts = ["notes.example.com"]      # Host values answered besides loopback names
+    allowed_origins = ["https://app.example"]  # Origin values allowed besides our own
+
+    [[http.token]]                    # a bearer token, by its SHA-256 (fsnotes token add)
+    principal = "ada"
+    sha256 = "<64 hex digits>"
+
 Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
 ``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),
-``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``.
+``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``; HTTP from ``--http``/``FSNOTES_HTTP``
+and ``--http-expose``/``FSNOTES_HTTP_EXPOSE=1``.
 """
 
 from __future__ import annotations
@@ -46,7 +55,9 @@ from sandbox.errors import SandboxError
 from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
 from .notes.store import DEFAULT_EXTENSIONS
 from .security.grants import Access, Grant, Workspace
+from .security.tokens import TokenEntry, entry_from
 from .setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
+from .transport.http_settings import HttpSettings, SettingsError, parse_listen
 
 
 class ConfigError(Exception):
@@ -74,6 +85,8 @@ class Config:
     # The search index (fsnotes/notes/indexer.py): full rescan interval, inotify hints.
     rescan_interval: float = DEFAULT_RESCAN_INTERVAL_S
     watch: bool = True
+    # Streamable HTTP (--http): None serves stdio.
+    http: HttpSettings | None = None
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -113,6 +126,8 @@ def load(
     no_landlock: bool = False,
     setup_allow: Sequence[str] = (),
     setup_port: int | None = None,
+    http: str | None = None,
+    http_expose: bool = False,
     require_workspace: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> Config:
@@ -136,6 +151,7 @@ def load(
             "allow_hardlinked_reads",
             "setup",
             "index",
+            "http",
         }
         if unknown:
             raise ConfigError(f"unknown keys in {config_file}: {', '.join(sorted(unknown))}")
@@ -202,6 +218,7 @@ def load(
         raise ConfigError("extensions must be a list like ['.md', '.txt']")
 
     rescan_interval, watch = _index_settings(file_cfg.get("index", {}), env)
+    http_settings = _http_settings(file_cfg.get("http", {}), http, http_expose, env)
 
     return Config(
         principal=who,
@@ -215,7 +232,58 @@ def load(
         config_file=os.path.abspath(config_file) if config_file else None,
         rescan_interval=rescan_interval,
         watch=watch,
+        http=http_settings,
     )
+
+
+HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token"}
+
+
+def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"[http] {key} must be a list of non-empty strings")
+    return tuple(v.strip() for v in value)
+
+
+def _http_settings(
+    table: Any, listen: str | None, expose: bool, env: Mapping[str, str]
+) -> HttpSettings | None:
+    """The HTTP endpoint's settings, or ``None`` when ``--http``/``FSNOTES_HTTP`` is absent
+    (the ``[http]`` table alone configures it, it does not turn it on)."""
+    if not isinstance(table, dict):
+        raise ConfigError("[http] must be a table")
+    unknown = set(table) - HTTP_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [http]: {', '.join(sorted(unknown))}")
+    raw_tokens = table.get("token", [])
+    if not isinstance(raw_tokens, list):
+        raise ConfigError("[[http.token]] must be an array of tables")
+    tokens: list[TokenEntry] = []
+    for i, raw in enumerate(raw_tokens):
+        try:
+            tokens.append(entry_from(raw, f"[[http.token]] #{i + 1}"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    hosts = _string_list(table, "allowed_hosts")
+    origins = _string_list(table, "allowed_origins")
+    listen = listen or env.get("FSNOTES_HTTP") or None
+    if listen is None:
+        return None
+    try:
+        host, port = parse_listen(listen)
+        settings = HttpSettings(
+            host=host,
+            port=port,
+            expose=expose or _truthy(env.get("FSNOTES_HTTP_EXPOSE")),
+            extra_hosts=hosts,
+            extra_origins=origins,
+            tokens=tuple(tokens),
+        )
+        settings.check()
+    except SettingsError as exc:
+        raise ConfigError(str(exc)) from None
+    return settings
 
 
 INDEX_KEYS = {"rescan_interval", "watch"}

@@ -43,6 +43,7 @@ from .security import statedir
 from .security.grants import Access
 from .security.replay import SQLiteReplayStore, StoreBusy
 from .security.seal import Keyring, Sealer
+from .security.tokens import BearerTokens
 from .setup import code as setup_code
 from .setup.part import SetupError, SetupPart, build_setup
 from .setup.policy import PageUnavailable
@@ -213,6 +214,23 @@ def announce_setup_code(config: Config) -> None:
     )
 
 
+def http_authenticator(config: Config) -> BearerTokens:
+    """The bearer tokens an HTTP server accepts: the configuration's and the state
+    directory's (see :mod:`fsnotes.security.tokens`). Raises ConfigError when there are none
+    (every request would be refused) or the tokens file is unusable."""
+    settings = config.http
+    configured = settings.tokens if settings is not None else ()
+    tokens = BearerTokens(configured, config.state_dir)
+    if tokens.problem is not None:
+        raise ConfigError(tokens.problem)
+    if not tokens.entries:
+        raise ConfigError(
+            "--http needs at least one bearer token: run `fsnotes token add --principal NAME` "
+            "(with the same --state-dir), or add [[http.token]] to the configuration"
+        )
+    return tokens
+
+
 def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport | None:
     """Apply Landlock for this server's workspaces and state directory (layer 3)."""
     if not server.config.landlock:
@@ -247,25 +265,17 @@ def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport |
 
 
 def serve(config: Config) -> int:
-    """Run the stdio server until stdin closes or SIGTERM; returns the exit status."""
+    """Run the server (stdio, or HTTP with ``--http``) until stdin closes or SIGTERM; returns
+    the exit status."""
     # Imported before the jail goes up: after it, only the runtime paths stay readable, and
     # a project checkout (an editable install) may not be among them.
     from .transport.stdio import run_stdio
 
+    if config.http is not None:
+        return _serve_http(config)
     server = build(config)
     try:
-        if config.setup.enabled:
-            announce_setup_code(config)
-            if not ipaddress.ip_address(config.setup.bind).is_loopback:
-                # Meant for a container whose port is published to the host's loopback only;
-                # on a host it exposes the page (still code-protected) to the network.
-                log.warning(
-                    "the setup page listens on %s, not a loopback address: publish its port "
-                    "to 127.0.0.1 only (docker run -p 127.0.0.1:%d:%d)",
-                    config.setup.bind,
-                    config.setup.port,
-                    config.setup.port,
-                )
+        _announce_setup(config)
         try:
             jail(server)
         except JailError as exc:
@@ -288,6 +298,77 @@ def serve(config: Config) -> int:
             if unavailable is None:
                 raise
             raise ConfigError(f"{_first_leaf(unavailable)}; choose another --setup-port") from None
+    finally:
+        server.close()
+    return 0
+
+
+def _announce_setup(config: Config) -> None:
+    if not config.setup.enabled:
+        return
+    announce_setup_code(config)
+    if not ipaddress.ip_address(config.setup.bind).is_loopback:
+        # Meant for a container whose port is published to the host's loopback only;
+        # on a host it exposes the page (still code-protected) to the network.
+        log.warning(
+            "the setup page listens on %s, not a loopback address: publish its port "
+            "to 127.0.0.1 only (docker run -p 127.0.0.1:%d:%d)",
+            config.setup.bind,
+            config.setup.port,
+            config.setup.port,
+        )
+
+
+def _serve_http(config: Config) -> int:
+    """Serve Streamable HTTP (``--http``): the socket is bound and the tokens read before the
+    jail, so Landlock needs no rule for this port and allows binding no other."""
+    try:
+        from .transport.http_server import HttpUnavailable, bind, run_http
+    except ImportError as exc:
+        raise ConfigError(
+            f"--http needs the HTTP stack ({exc.name} is missing): pip install 'fsnotes[http]'"
+        ) from None
+    settings = config.http
+    assert settings is not None
+    authenticator = http_authenticator(config)
+    server = build(config)
+    try:
+        try:
+            sock = bind(settings.host, settings.port)
+        except HttpUnavailable as exc:
+            raise ConfigError(f"{exc}; choose another --http port") from None
+        try:
+            port = sock.getsockname()[1]
+            _announce_setup(config)
+            if not settings.loopback:
+                log.warning(
+                    "exposing %d workspace(s) over HTTP at %s to principals %s (--http-expose)",
+                    len(config.workspaces),
+                    settings.describe(port),
+                    ", ".join(repr(p) for p in authenticator.principals()),
+                )
+            try:
+                jail(server)
+            except JailError as exc:
+                raise ConfigError(
+                    f"cannot apply the Landlock jail ({exc}"
+                    f"{': ' + exc.detail if exc.detail else ''}); "
+                    "fix the cause or pass --no-landlock knowingly"
+                ) from None
+            log.info("serving %d workspace(s) over HTTP", len(config.workspaces))
+            try:
+                run_http(server.app, settings, authenticator, sock)
+            except PageUnavailable as exc:
+                raise ConfigError(f"{exc}; choose another --setup-port") from None
+            except BaseExceptionGroup as group:
+                unavailable = group.subgroup(PageUnavailable)
+                if unavailable is None:
+                    raise
+                raise ConfigError(
+                    f"{_first_leaf(unavailable)}; choose another --setup-port"
+                ) from None
+        finally:
+            sock.close()
     finally:
         server.close()
     return 0

@@ -1,11 +1,13 @@
-"""The stdio channel: parsed lines in, actions out, for one client over one process.
+"""One client's channel: parsed messages in, actions out (a stdio process, or one Streamable
+HTTP legacy session).
 
-:class:`ServerConnection` is what a stdio process holds for its client: line parsing and
-batches, the budgets (requests and bytes in flight, answers waiting to be written), the table of
-requests in flight and their cancellation, our server-to-client request ids and their replies,
-and the one legacy :class:`~fsnotes.protocol.session.Session` an ``initialize`` opens. What a
-request means is the :class:`~fsnotes.protocol.dispatch.Dispatcher`'s to say; this module only
-feeds it, with the principal the transport was configured with.
+:class:`ServerConnection` is what a stdio process holds for its client, and what the HTTP
+transport holds for each ``Mcp-Session-Id``: line parsing and batches (stdio), the budgets
+(requests and bytes in flight, answers waiting to be written), the table of requests in flight
+and their cancellation, our server-to-client request ids and their replies, and the one legacy
+:class:`~fsnotes.protocol.session.Session` an ``initialize`` opens. What a request means is the
+:class:`~fsnotes.protocol.dispatch.Dispatcher`'s to say; this module only feeds it, with the
+principal the transport names.
 
 It never reads, writes, sleeps or looks at a clock: the transport performs the actions
 (:class:`Send`, :class:`StartTask`, :class:`CancelTask`, :class:`DeliverReply`), runs each
@@ -22,7 +24,8 @@ from typing import Any
 
 import anyio
 
-from fsnotes.protocol import limits
+from fsnotes.protocol import inbound, limits
+from fsnotes.protocol.budget import Hold, InFlightBudget
 from fsnotes.protocol.calls import Call, Channel
 from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.framing import encode_message
@@ -33,7 +36,6 @@ from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     META_SERVER_INFO,
-    PARSE_ERROR,
     Action,
     CancelTask,
     DeliverReply,
@@ -66,10 +68,6 @@ __all__ = [
 _log = logging.getLogger("fsnotes.protocol")
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _cost_of(message: Any) -> LineCost:
     """The cost of ``message`` measured as the compact JSON line it would be (a batch member,
     or a message handed over already parsed)."""
@@ -81,20 +79,13 @@ def _cost_of(message: Any) -> LineCost:
 
 
 @dataclass
-class _Hold:
-    """Bytes charged against the in-flight budget, given back together."""
-
-    bytes: int = 0
-
-
-@dataclass
 class _Entry:
     """A request in flight: its call, and what the connection keeps for it."""
 
     call: Call
     charge: int  # what the request's line holds once parsed (LineCost.charge)
     # Charged for the request and the answers it waits for; given back when its task ends.
-    hold: _Hold = field(default_factory=_Hold)
+    hold: Hold = field(default_factory=Hold)
     # Did it ask the client anything? Then it may not run again (a second run would ask again).
     asked: bool = False
 
@@ -104,7 +95,7 @@ class _Channel:
     the :class:`~fsnotes.protocol.calls.Channel` the dispatcher is given."""
 
     def __init__(
-        self, conn: ServerConnection, peer: Peer, hold: _Hold, entry: _Entry | None
+        self, conn: ServerConnection, peer: Peer, hold: Hold, entry: _Entry | None
     ) -> None:
         self._conn = conn
         self._peer = peer
@@ -127,11 +118,16 @@ class _Channel:
 
 
 class ServerConnection:
-    """One stdio process's MCP server channel (both eras). See the module docstring.
+    """One client's MCP server channel (both eras). See the module docstring.
 
-    ``principal`` is who every request on this connection acts for: stdio has no MCP
-    authentication, so it comes from the server's configuration, and it is handed to the
-    dispatcher with each request, in whose context it travels (nothing below keeps it).
+    ``principal`` is who every request on this connection acts for: on stdio it comes from the
+    server's configuration (stdio has no MCP authentication); an HTTP session acts for the
+    principal whose token opened it. It is handed to the dispatcher with each request, in
+    whose context it travels (nothing below keeps it).
+
+    ``dispatcher`` and ``budget`` may be shared between connections (the HTTP transport shares
+    both between its sessions); by default each connection makes its own, with
+    ``max_in_flight_bytes``.
     """
 
     def __init__(
@@ -146,13 +142,15 @@ class ServerConnection:
         input_timeout: float = limits.INPUT_REQUEST_TIMEOUT_S,
         roots_timeout: float = limits.ROOTS_REQUEST_TIMEOUT_S,
         max_input_rounds: int = limits.MAX_INPUT_ROUNDS,
+        dispatcher: Dispatcher | None = None,
+        budget: InFlightBudget | None = None,
     ) -> None:
         self.app = app
         self.principal = principal
         self.max_in_flight = max_in_flight
-        self.max_in_flight_bytes = max_in_flight_bytes
+        self.budget = budget if budget is not None else InFlightBudget(max_in_flight_bytes)
         self.max_pending_answer_bytes = max_pending_answer_bytes
-        self.dispatcher = Dispatcher(
+        self.dispatcher = dispatcher or Dispatcher(
             app,
             tools_page_size=tools_page_size,
             input_timeout=input_timeout,
@@ -163,8 +161,7 @@ class ServerConnection:
         self.session: Session | None = None
         self._in_flight: dict[TaskKey, _Entry] = {}
         # Our server-to-client requests awaiting an answer, with what the answer is charged to.
-        self._pending: dict[int, _Hold] = {}
-        self._held_bytes = 0
+        self._pending: dict[int, Hold] = {}
         # Encoded answers of finished requests waiting to be written, and room reserved for
         # answers being computed again (see _admit); the event is set whenever that falls.
         self._answer_bytes = 0
@@ -187,10 +184,16 @@ class ServerConnection:
         return len(self._in_flight)
 
     @property
+    def max_in_flight_bytes(self) -> int:
+        """The in-flight budget's size (shared with other connections when the budget is)."""
+        return self.budget.max_bytes
+
+    @property
     def in_flight_bytes(self) -> int:
         """Bytes charged for the requests whose tasks still run and the answers they wait for
-        (each line's :attr:`LineCost.charge`), at most ``max_in_flight_bytes``."""
-        return self._held_bytes
+        (each line's :attr:`LineCost.charge`), at most ``max_in_flight_bytes`` (of every
+        connection sharing the budget)."""
+        return self.budget.held
 
     @property
     def pending_answer_bytes(self) -> int:
@@ -238,31 +241,10 @@ class ServerConnection:
         values would hold up to 25 times its size); a request whose line would take the
         requests in flight past ``max_in_flight_bytes`` is answered "busy".
         """
-        cost = line_cost(line)
-        if cost.values > limits.MAX_LINE_VALUES:
-            return [
-                Send(
-                    error_message(
-                        None,
-                        INVALID_REQUEST,
-                        f"Message too complex: more than {limits.MAX_LINE_VALUES} JSON values "
-                        "in one line; it was skipped unread",
-                    )
-                )
-            ]
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            return [
-                Send(error_message(None, PARSE_ERROR, "Parse error: the line is not valid UTF-8"))
-            ]
-        try:
-            message = json.loads(text, parse_constant=_reject_constant)
-        except (ValueError, RecursionError):
-            return [
-                Send(error_message(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
-            ]
-        return self._receive(message, cost)
+        parsed = inbound.parse(line, unit="line")
+        if isinstance(parsed, inbound.Rejected):
+            return [Send(parsed.error)]
+        return self._receive(parsed.message, parsed.cost)
 
     def line_too_long(self, limit: int) -> list[Action]:
         """A line longer than ``limit`` bytes was skipped unread."""
@@ -283,6 +265,10 @@ class ServerConnection:
     def receive_message(self, message: Any) -> list[Action]:
         """Handle one parsed JSON value (charged as the compact JSON line it would be)."""
         return self._receive(message, None)
+
+    def receive_parsed(self, parsed: inbound.Parsed) -> list[Action]:
+        """Handle one message parsed by :func:`inbound.parse` (charged what its bytes cost)."""
+        return self._receive(parsed.message, parsed.cost)
 
     def _receive(self, message: Any, cost: LineCost | None) -> list[Action]:
         """Handle one parsed value; ``cost`` is its line's, or ``None`` to measure it here."""
@@ -327,46 +313,16 @@ class ServerConnection:
             ]
         if cost is None:
             cost = _cost_of(message)
-        has_id = "id" in message
-        raw_id = message.get("id")
-        reply_id = raw_id if valid_id(raw_id) else None
-        if "method" in message:
-            method = message["method"]
-            if not has_id:
-                # Notifications are never answered, not even malformed ones.
-                if message.get("jsonrpc") == "2.0" and isinstance(method, str):
-                    return self._on_notification(method, message.get("params"))
-                return []
-            if not valid_id(raw_id):
-                return [
-                    Send(
-                        error_message(
-                            None, INVALID_REQUEST, "Invalid request: id must be a string or integer"
-                        )
-                    )
-                ]
-            if message.get("jsonrpc") != "2.0":
-                return [
-                    Send(
-                        error_message(
-                            reply_id, INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'
-                        )
-                    )
-                ]
-            if not isinstance(method, str):
-                return [
-                    Send(
-                        error_message(
-                            reply_id, INVALID_REQUEST, "Invalid request: method must be a string"
-                        )
-                    )
-                ]
-            assert reply_id is not None
-            return self._on_request(reply_id, method, message.get("params"), cost.charge)
-        if "result" in message or "error" in message:
-            # A response; an error response may omit the id. Responses are never answered.
-            return self._on_response(raw_id, message, cost.charge) if has_id else []
-        return [Send(error_message(reply_id, INVALID_REQUEST, 'Invalid request: no "method"'))]
+        envelope = inbound.classify(message)
+        if isinstance(envelope, inbound.Request):
+            return self._on_request(envelope.id, envelope.method, envelope.params, cost.charge)
+        if isinstance(envelope, inbound.Notification):
+            return self._on_notification(envelope.method, envelope.params)
+        if isinstance(envelope, inbound.Response):
+            return self._on_response(envelope.id, envelope.message, cost.charge)
+        if isinstance(envelope, inbound.Invalid):
+            return [Send(envelope.error)]
+        return []
 
     # --- notifications and responses --------------------------------------------------------
 
@@ -439,8 +395,8 @@ class ServerConnection:
             raise Fault(
                 INTERNAL_ERROR,
                 f"Server busy: this request is charged {charge} bytes (what its line "
-                f"holds parsed), and the requests in flight already hold {self._held_bytes} of "
-                f"{self.max_in_flight_bytes}; retry later",
+                f"holds parsed), and the requests in flight already hold {self.budget.held} of "
+                f"{self.budget.max_bytes}; retry later",
             )
         key: TaskKey = ("request", call.id)
         self._in_flight[key] = entry
@@ -551,22 +507,17 @@ class ServerConnection:
         finally:
             self._free_answer_bytes(len(line))
 
-    def _reserve(self, hold: _Hold, charge: int) -> bool:
+    def _reserve(self, hold: Hold, charge: int) -> bool:
         """Charge ``charge`` bytes to ``hold`` if the in-flight budget has room."""
-        if self._held_bytes + charge > self.max_in_flight_bytes:
-            return False
-        hold.bytes += charge
-        self._held_bytes += charge
-        return True
+        return self.budget.reserve(hold, charge)
 
-    def _release(self, hold: _Hold) -> None:
-        self._held_bytes -= hold.bytes
-        hold.bytes = 0
+    def _release(self, hold: Hold) -> None:
+        self.budget.release(hold)
 
     # --- server-to-client requests -------------------------------------------------------------
 
     async def _ask(
-        self, peer: Peer, method: str, params: JSONObject | None, timeout: float, hold: _Hold
+        self, peer: Peer, method: str, params: JSONObject | None, timeout: float, hold: Hold
     ) -> JSONObject | None:
         """A legacy server-to-client request; ``None`` on timeout or when the client is gone.
         The answer is charged to ``hold`` (its owner gives it back)."""
@@ -601,7 +552,7 @@ class ServerConnection:
         dispatcher = self.dispatcher
 
         async def run(peer: Peer) -> None:
-            hold = _Hold()
+            hold = Hold()
             try:
                 while True:
                     session.roots_again = False

@@ -167,6 +167,18 @@ def read_file(path: Path, *, max_bytes: int) -> tuple[bytes, int]:
     return data, stat.S_IMODE(st.st_mode)
 
 
+def version_of(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells one content of the state file ``path`` from the next (device, inode, size,
+    change time), from ``lstat`` (a link is not followed); ``None`` when it is missing. A file
+    replaced by :func:`publish` always gets a new inode, so a reader that keeps this can tell
+    cheaply whether to read the file again."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
+
+
 def write_temp(state_dir: Path, name: str, data: bytes) -> Path:
     """A new private file beside ``name`` in ``state_dir`` (``.<name>.<random>.tmp``, 0600
     whatever the umask, created exclusively: never an existing file, never through a link)

@@ -1,0 +1,49 @@
+"""``fsnotes token add|list|revoke``: the bearer tokens of the HTTP endpoint.
+
+``add`` prints the new token once, on stdout (nothing else is printed there, so
+``TOKEN=$(fsnotes token add --principal ada)`` works); only its SHA-256 digest is stored, in the
+state directory's ``http-tokens.json`` (see :mod:`fsnotes.security.tokens`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .config import Config
+from .security import statedir
+from .security.tokens import TokenFileError, add_token, read_tokens, revoke_tokens
+
+
+def run_token(config: Config, action: str, *, principal: str | None, token_id: str | None) -> int:
+    state = config.state_dir
+    try:
+        if action == "add":
+            if not principal:
+                print("fsnotes: token add needs --principal NAME", file=sys.stderr)
+                return 2
+            statedir.prepare_dir(state)
+            token, entry = add_token(state, principal)
+            print(token)
+            print(
+                f"fsnotes: token {entry.id} for principal {principal!r} stored (as its SHA-256) "
+                f"in {state}/http-tokens.json; it is shown only this once. Clients send "
+                f"'Authorization: Bearer <token>'. For the TOML configuration instead:\n"
+                f'  [[http.token]]\n  principal = "{principal}"\n'
+                f'  sha256 = "{entry.digest.hex()}"',
+                file=sys.stderr,
+            )
+            return 0
+        if action == "list":
+            # The configuration's [[http.token]] entries are listed in the file itself.
+            for entry in read_tokens(state):
+                print(f"{entry.id}  {entry.principal}  {entry.created or '-'}")
+            return 0
+        if principal is None and token_id is None:
+            print("fsnotes: token revoke needs --principal NAME or --id HEX", file=sys.stderr)
+            return 2
+        removed = revoke_tokens(state, principal=principal, token_id=token_id)
+        print(f"fsnotes: removed {removed} token(s) from {state}/http-tokens.json", file=sys.stderr)
+        return 0 if removed else 1
+    except (TokenFileError, ValueError, OSError) as exc:
+        print(f"fsnotes: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,659 @@
+"""The Streamable HTTP endpoint (``/mcp``): one ASGI app serving both protocol eras.
+
+Every request is checked in this order, and refused at the first failure, before its body is
+read: ``Host`` in the allowlist and a present ``Origin`` allowed (403, DNS rebinding; see
+:mod:`http_settings`), a bearer token (401 with ``WWW-Authenticate: Bearer`` and nothing else),
+the path (404) and the method (405). A POST then needs ``Content-Type: application/json`` (415)
+and an ``Accept`` taking both JSON and SSE (406), and a body of at most
+:data:`~fsnotes.transport.http_wire.MAX_BODY_BYTES` (413, unread when ``Content-Length`` says
+so) that arrives within :data:`BODY_TIMEOUT_S` (408); it is parsed like a stdio line
+(:func:`fsnotes.protocol.inbound.parse`: 400 with the JSON-RPC error). One message per POST: a
+batch is 400.
+
+The era is the request's (2026-07-28 versioning, "Backward Compatibility"): a body whose
+``_meta`` names a protocol version, or an ``MCP-Protocol-Version`` header naming no legacy
+version, is **2026-07-28**, served statelessly (``Mcp-Session-Id`` ignored): the mirrored headers
+must match the body (400, -32020), ``initialize`` is an unknown method there (404, -32601), and
+errors carry the statuses of :func:`~fsnotes.transport.http_wire.modern_status`. The answer is
+JSON, or an SSE stream of that request's progress and log messages ending with it; closing the
+stream cancels the request. A notification POST gets 202; a GET or DELETE without a session
+405. Anything else is **2025-11-25**: ``initialize`` opens a session
+(:mod:`http_sessions`) whose id the response's ``Mcp-Session-Id`` carries; later POSTs name it
+(404 once it ended), the client answers our requests (elicitation, roots) by POSTing the
+responses, GET opens the session's stream for messages tied to no request, DELETE ends it. In
+that era a closed stream does not cancel (the spec: "Disconnection SHOULD NOT be interpreted as
+the client cancelling its request"; ``notifications/cancelled`` does).
+
+The core does the rest: one :class:`~fsnotes.protocol.dispatch.Dispatcher` for all, one
+:class:`~fsnotes.protocol.connection.ServerConnection` per session, and one in-flight budget
+(:class:`~fsnotes.protocol.budget.InFlightBudget`) shared by every request of both eras.
+Not supported (MAY in the spec): resuming streams with ``Last-Event-ID`` (ignored), batches of a
+2025-03-26 session, CORS (no browser page can read an answer).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from starlette.types import Receive, Scope, Send
+
+from fsnotes.protocol import inbound, limits
+from fsnotes.protocol.budget import Hold, InFlightBudget
+from fsnotes.protocol.connection import ServerConnection
+from fsnotes.protocol.dispatch import Dispatcher, Reply
+from fsnotes.protocol.framing import encode_message
+from fsnotes.protocol.registry import App, JSONObject
+from fsnotes.protocol.versions import ADVERTISED_VERSIONS, LEGACY_VERSIONS
+from fsnotes.protocol.wire import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Action,
+    CancelTask,
+    DeliverReply,
+    RequestId,
+    StartTask,
+    error_message,
+    fault_message,
+)
+from fsnotes.protocol.wire import (
+    Send as SendAction,
+)
+from fsnotes.security.tokens import Authenticator, Unauthenticated
+from fsnotes.transport import http_wire as hw
+from fsnotes.transport.http_reply import (
+    SSE_HEADERS,
+    ModernChannel,
+    PostPeer,
+    Stalled,
+    StreamPeer,
+    respond,
+    write_body,
+)
+from fsnotes.transport.http_reply import (
+    Reply as HttpReply,
+)
+from fsnotes.transport.http_sessions import (
+    SESSION_ANSWER_BYTES,
+    SESSION_SWEEP_S,
+    HttpSession,
+    SessionsFull,
+    SessionTable,
+)
+from fsnotes.transport.http_settings import ENDPOINT_PATH, HttpSettings
+
+_log = logging.getLogger("fsnotes.transport")
+
+# A request body must arrive within this long (after its headers): a client dribbling its body
+# holds a connection for no longer. 8 MiB at 1.1 Mbit/s fits; on loopback it is milliseconds.
+BODY_TIMEOUT_S = 60.0
+# An open GET stream gets an SSE comment this often when nothing else is sent, so proxies and
+# client idle timeouts do not close it (2026-07-28 streamable-http suggests it for long streams).
+KEEPALIVE_S = 15.0
+# Most 2026-07-28 requests served at once (those of sessions count in their connections): the
+# stdio bound (limits.MAX_IN_FLIGHT). Past it, and past the in-flight budget, 503.
+MAX_MODERN_IN_FLIGHT = limits.MAX_IN_FLIGHT
+RETRY_AFTER = (b"retry-after", b"1")
+
+
+def _refusal(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    return encode_message(error_message(request_id, code, message, data))
+
+
+def _tagged(params: Any) -> bool:
+    """Does a request's ``params._meta`` name a protocol version (a 2026-07-28 request)?"""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+
+
+class McpEndpoint:
+    """The ASGI app of ``/mcp`` for one :class:`App` (see the module docstring).
+
+    ``port`` is the bound port (the Host allowlist names it); :meth:`run` must run beside the
+    HTTP server (it holds the sessions' background tasks and ends idle sessions).
+    """
+
+    def __init__(
+        self,
+        app: App,
+        settings: HttpSettings,
+        authenticator: Authenticator,
+        *,
+        port: int,
+        sessions: SessionTable | None = None,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.authenticator = authenticator
+        self.dispatcher = Dispatcher(app)
+        self.budget = InFlightBudget(limits.MAX_IN_FLIGHT_BYTES)
+        self.sessions = sessions or SessionTable()
+        self.modern_in_flight = 0
+        self._hosts = settings.allowed_hosts(port)
+        self._origins = settings.allowed_origins(port)
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The endpoint's own work while it serves: sessions' background tasks (roots
+        fetches) and the idle sweep. Ends every session when cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                task_status.started()
+                while True:
+                    await anyio.sleep(SESSION_SWEEP_S)
+                    self.sessions.expire(anyio.current_time())
+        finally:
+            self._tg = None
+            self.sessions.end_all("the server is stopping")
+
+    # --- the checks every request passes -------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # lifespan is off and websockets are disabled; nothing else reaches us
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        host, repeated = hw.single(headers, "host")
+        if host is None or repeated or host.lower() not in self._hosts:
+            await self._refuse(send, 403, "Forbidden: this server does not answer at that Host")
+            return
+        origin, repeated = hw.single(headers, "origin")
+        if repeated or (origin is not None and origin.lower() not in self._origins):
+            await self._refuse(send, 403, "Forbidden: requests from that Origin are refused")
+            return
+        principal = await self._principal(headers)
+        if principal is None:
+            await respond(
+                send,
+                401,
+                _refusal(None, INVALID_REQUEST, "Unauthorized"),
+                [(b"www-authenticate", b"Bearer")],
+            )
+            return
+        if scope["path"] != ENDPOINT_PATH:
+            await self._refuse(send, 404, f"Not found: the MCP endpoint is {ENDPOINT_PATH}")
+            return
+        method = scope["method"]
+        try:
+            if method == "POST":
+                await self._post(scope, receive, send, principal)
+            elif method in ("GET", "DELETE"):
+                await self._session_verb(method, scope, receive, send, principal)
+            else:
+                await self._refuse(
+                    send, 405, f"Method not allowed: {method}", [(b"allow", b"GET, POST, DELETE")]
+                )
+        except Stalled:
+            # uvicorn closes a connection whose app raises after the response started.
+            _log.warning("an HTTP client read nothing for a while; closing its connection")
+            raise
+
+    async def _principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+        value, repeated = hw.single(headers, "authorization")
+        if value is None or repeated:
+            return None
+        try:
+            return await self.authenticator.authenticate({"authorization": value})
+        except Unauthenticated:
+            return None
+
+    async def _refuse(
+        self,
+        send: Send,
+        status: int,
+        message: str,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        *,
+        request_id: RequestId | None = None,
+        code: int = INVALID_REQUEST,
+        data: Any = None,
+    ) -> None:
+        await respond(send, status, _refusal(request_id, code, message, data), headers)
+
+    # --- POST ------------------------------------------------------------------------------
+
+    async def _read_body(
+        self, receive: Receive, send: Send, headers: list[tuple[bytes, bytes]]
+    ) -> bytes | None:
+        """The body, or ``None`` once a refusal was sent (or the client went away)."""
+        declared, repeated = hw.single(headers, "content-length")
+        too_large = f"Message too large: a POST body is at most {hw.MAX_BODY_BYTES} bytes"
+        if declared is not None and (repeated or not declared.strip().isdigit()):
+            await self._refuse(send, 400, "Bad request: malformed Content-Length")
+            return None
+        if declared is not None and int(declared) > hw.MAX_BODY_BYTES:
+            await self._refuse(send, 413, too_large)
+            return None
+        body = bytearray()
+        with anyio.move_on_after(BODY_TIMEOUT_S) as timer:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                body += message.get("body", b"")
+                if len(body) > hw.MAX_BODY_BYTES:
+                    await self._refuse(send, 413, too_large, [(b"connection", b"close")])
+                    return None
+                if not message.get("more_body", False):
+                    return bytes(body)
+        if timer.cancelled_caught:
+            await self._refuse(
+                send,
+                408,
+                f"Request timeout: the body did not arrive within {BODY_TIMEOUT_S:g} s",
+                [(b"connection", b"close")],
+            )
+        return None
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send, principal: str) -> None:
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        content_type, repeated = hw.single(headers, "content-type")
+        if repeated or hw.media_type(content_type) != "application/json":
+            await self._refuse(
+                send, 415, "Unsupported media type: POST one JSON-RPC message as application/json"
+            )
+            return
+        json_ok, sse_ok = hw.accepts(hw.single(headers, "accept")[0])
+        if not (json_ok and sse_ok):
+            await self._refuse(
+                send,
+                406,
+                "Not acceptable: the Accept header must list both application/json and "
+                "text/event-stream",
+            )
+            return
+        body = await self._read_body(receive, send, headers)
+        if body is None:
+            return
+        parsed = inbound.parse(body)
+        if isinstance(parsed, inbound.Rejected):
+            await respond(send, 400, encode_message(parsed.error))
+            return
+        message = parsed.message
+        if isinstance(message, list):
+            await self._refuse(
+                send, 400, "Batches are not supported: POST one JSON-RPC message at a time"
+            )
+            return
+        if not isinstance(message, dict):
+            await self._refuse(send, 400, "Invalid request: not a JSON object")
+            return
+        envelope = inbound.classify(message)
+        version, repeated = hw.single(headers, hw.PROTOCOL_VERSION_HEADER)
+        session_id, repeated_id = hw.single(headers, hw.SESSION_HEADER)
+        request_id = envelope.id if isinstance(envelope, inbound.Request) else None
+        if repeated or repeated_id:
+            await self._refuse(
+                send,
+                400,
+                "Header mismatch: MCP-Protocol-Version or Mcp-Session-Id appears more than once",
+                request_id=request_id,
+                code=hw.HEADER_MISMATCH,
+            )
+            return
+        modern = (
+            isinstance(envelope, inbound.Request | inbound.Notification)
+            and _tagged(envelope.params)
+        ) or (version is not None and version.strip(" \t") not in LEGACY_VERSIONS)
+        if modern:
+            await self._modern(envelope, parsed, version, scope, receive, send, principal)
+        elif session_id is None:
+            await self._sessionless(envelope, parsed, send, principal)
+        else:
+            session = self.sessions.get(session_id.strip(" \t"), principal)
+            if session is None:
+                await self._refuse(
+                    send,
+                    404,
+                    "Session not found: it ended or never existed; initialize a new one",
+                    request_id=request_id,
+                )
+                return
+            session.busy += 1
+            session.last_active = anyio.current_time()
+            try:
+                await self._in_session(session, envelope, parsed, receive, send)
+            finally:
+                session.busy -= 1
+                session.last_active = anyio.current_time()
+
+    # --- 2026-07-28 ------------------------------------------------------------------------
+
+    async def _modern(
+        self,
+        envelope: inbound.Envelope,
+        parsed: inbound.Parsed,
+        version: str | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: str,
+    ) -> None:
+        if isinstance(envelope, inbound.Notification):
+            # 2026-07-28 defines no client-to-server notification over HTTP (closing the stream
+            # cancels): accepted and dropped. Honouring notifications/cancelled by request id
+            # would let one caller cancel another's request.
+            await respond(send, 202, json=False)
+            return
+        if isinstance(envelope, inbound.Invalid):
+            await respond(send, 400, encode_message(envelope.error))
+            return
+        if not isinstance(envelope, inbound.Request):
+            # streamable-http "Sending Messages": "The client MUST NOT send JSON-RPC responses."
+            await self._refuse(
+                send, 400, "Invalid request: a 2026-07-28 client sends no responses over HTTP"
+            )
+            return
+        request_id, method, params = envelope.id, envelope.method, envelope.params
+        if _tagged(params):
+            fault = hw.check_mirrored_headers(
+                scope["headers"], method, params, params["_meta"][META_PROTOCOL_VERSION]
+            )
+            if fault is not None:
+                await respond(send, 400, encode_message(fault_message(request_id, fault)))
+                return
+        elif version is not None and version.strip(" \t") not in ADVERTISED_VERSIONS:
+            await self._refuse(
+                send,
+                400,
+                "Unsupported protocol version",
+                request_id=request_id,
+                code=UNSUPPORTED_PROTOCOL_VERSION,
+                data={"supported": list(ADVERTISED_VERSIONS), "requested": version.strip()},
+            )
+            return
+        if method == "initialize":
+            # 2026-07-28 has no handshake: to a request in this era, initialize is unknown
+            # (streamable-http: unknown method -> 404 with -32601).
+            await self._refuse(
+                send,
+                404,
+                "Method not found: initialize (2026-07-28 has no handshake: send _meta on "
+                "every request, or initialize without _meta for 2025-11-25)",
+                request_id=request_id,
+                code=METHOD_NOT_FOUND,
+            )
+            return
+        hold = Hold()
+        if self.modern_in_flight >= MAX_MODERN_IN_FLIGHT or not self.budget.reserve(
+            hold, parsed.cost.charge
+        ):
+            await self._busy(send, request_id)
+            return
+        self.modern_in_flight += 1
+        try:
+            routed = self.dispatcher.route(
+                request_id, method, params, session=None, principal=principal
+            )
+            if isinstance(routed, Reply):
+                message = routed.message
+                await respond(send, hw.modern_status(message), encode_message(message))
+                return
+            reply = HttpReply(send)
+            call = routed
+
+            async def handle() -> JSONObject:
+                return await self.dispatcher.respond(call, ModernChannel(reply))
+
+            answer = await self._until_gone(receive, reply, handle, cancel=True)
+            call.active = False
+            if answer is not None:
+                await reply.answer(encode_message(answer), hw.modern_status(answer))
+            else:
+                _log.debug("request %r: its stream closed, so it was cancelled", request_id)
+            if reply.stalled:
+                raise Stalled
+        finally:
+            self.modern_in_flight -= 1
+            self.budget.release(hold)
+
+    async def _busy(self, send: Send, request_id: RequestId | None) -> None:
+        await self._refuse(
+            send,
+            503,
+            f"Server busy: too many requests in flight (at most {MAX_MODERN_IN_FLIGHT}, "
+            f"{self.budget.max_bytes} bytes); retry later",
+            [RETRY_AFTER],
+            request_id=request_id,
+            code=INTERNAL_ERROR,
+        )
+
+    async def _until_gone(
+        self,
+        receive: Receive,
+        reply: HttpReply,
+        work: Callable[[], Awaitable[Any]],
+        *,
+        cancel: bool,
+    ) -> Any:
+        """Run ``work`` while watching for the client to disconnect (``reply.gone``); with
+        ``cancel``, a disconnect cancels it (the result is then ``None``)."""
+        result: Any = None
+        async with anyio.create_task_group() as tg:
+            work_scope = anyio.CancelScope()
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                reply.gone = True
+                if cancel:
+                    work_scope.cancel()
+
+            tg.start_soon(watch)
+            with work_scope:
+                result = await work()
+            tg.cancel_scope.cancel()
+        return result
+
+    # --- 2025-11-25 --------------------------------------------------------------------------
+
+    async def _sessionless(
+        self, envelope: inbound.Envelope, parsed: inbound.Parsed, send: Send, principal: str
+    ) -> None:
+        if isinstance(envelope, inbound.Invalid):
+            await respond(send, 400, encode_message(envelope.error))
+            return
+        if not isinstance(envelope, inbound.Request):
+            await self._refuse(
+                send,
+                400,
+                "Bad request: no Mcp-Session-Id (initialize first for 2025-11-25, or send "
+                "_meta on every request for 2026-07-28)",
+            )
+            return
+        if envelope.method == "initialize":
+            await self._initialize(envelope, parsed, send, principal)
+            return
+        # ping is answered without a session (2025-11-25 lifecycle); anything else is refused
+        # by the dispatcher, which says what to send instead (400: a session is required).
+        routed = self.dispatcher.route(
+            envelope.id, envelope.method, envelope.params, session=None, principal=principal
+        )
+        if isinstance(routed, Reply):
+            await respond(send, hw.modern_status(routed.message), encode_message(routed.message))
+        else:  # not reached: without a session and _meta the dispatcher starts nothing
+            await self._refuse(send, 400, "Bad request: no Mcp-Session-Id", request_id=envelope.id)
+
+    async def _initialize(
+        self, request: inbound.Request, parsed: inbound.Parsed, send: Send, principal: str
+    ) -> None:
+        try:
+            self.sessions.make_room(principal)
+        except SessionsFull as exc:
+            await self._refuse(
+                send,
+                503,
+                f"Server busy: {exc}",
+                [RETRY_AFTER],
+                request_id=request.id,
+                code=INTERNAL_ERROR,
+            )
+            return
+        conn = ServerConnection(
+            self.app,
+            principal=principal,
+            dispatcher=self.dispatcher,
+            budget=self.budget,
+            max_pending_answer_bytes=SESSION_ANSWER_BYTES,
+        )
+        actions = conn.receive_parsed(parsed)
+        answer = next((a.message for a in actions if isinstance(a, SendAction)), None)
+        if answer is None or conn.session is None:
+            await respond(send, 400, encode_message(answer or {}))
+            return
+        session = HttpSession(self.sessions.new_id(), principal, conn, anyio.current_time())
+        self.sessions.add(session)
+        _log.info("opened an HTTP session (%s) for %r", conn.legacy_version, principal)
+        await respond(
+            send, 200, encode_message(answer), [(hw.SESSION_HEADER.encode(), session.id.encode())]
+        )
+
+    async def _in_session(
+        self,
+        session: HttpSession,
+        envelope: inbound.Envelope,
+        parsed: inbound.Parsed,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        if isinstance(envelope, inbound.Invalid):
+            await respond(send, 400, encode_message(envelope.error))
+            return
+        actions = session.conn.receive_parsed(parsed)
+        if not isinstance(envelope, inbound.Request):
+            # A notification or our request's answer: whatever it starts runs on its own.
+            self._perform(session, actions)
+            await respond(send, 202, json=False)
+            return
+        for action in actions:
+            if isinstance(action, SendAction):
+                await respond(send, 200, encode_message(action.message))
+            elif isinstance(action, StartTask):
+                await self._run_in_session(session, action, receive, send)
+            else:
+                self._perform(session, [action])
+
+    async def _run_in_session(
+        self, session: HttpSession, start: StartTask, receive: Receive, send: Send
+    ) -> None:
+        reply = HttpReply(send)
+        scope = anyio.CancelScope()
+        session.scopes[start.key] = scope
+
+        async def work() -> None:
+            try:
+                with scope:
+                    await start.run(PostPeer(session, reply))
+            except Exception:
+                _log.exception("request task %r failed", start.key)
+            finally:
+                if session.scopes.get(start.key) is scope:
+                    del session.scopes[start.key]
+
+        # 2025-11-25: a closed stream is not a cancellation; the request runs on.
+        await self._until_gone(receive, reply, work, cancel=False)
+        if reply.stalled:
+            raise Stalled
+        await reply.finish()  # cancelled: the stream ends without an answer
+
+    def _perform(self, session: HttpSession, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, CancelTask):
+                session.cancel(action.key)
+            elif isinstance(action, DeliverReply):
+                session.deliver(action.request_id, action.message)
+            elif isinstance(action, StartTask):
+                self._spawn(session, action)
+            elif isinstance(action, SendAction):
+                session.to_stream(encode_message(action.message))
+
+    def _spawn(self, session: HttpSession, start: StartTask) -> None:
+        """Run a session's own task (a roots fetch) beside the requests, until the session
+        ends; it writes to the session's GET stream."""
+        tg = self._tg
+        if tg is None:
+            return
+        scope = anyio.CancelScope()
+        session.scopes[start.key] = scope
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await start.run(StreamPeer(session))
+            except Exception:
+                _log.exception("session task %r failed", start.key)
+            finally:
+                if session.scopes.get(start.key) is scope:
+                    del session.scopes[start.key]
+
+        tg.start_soon(run)
+
+    async def _session_verb(
+        self, method: str, scope: Scope, receive: Receive, send: Send, principal: str
+    ) -> None:
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        session_id, _ = hw.single(headers, hw.SESSION_HEADER)
+        if session_id is None:
+            # 2026-07-28 streamable-http "Backward Compatibility": GET or DELETE -> 405. The
+            # 2025-11-25 era needs a session for either.
+            await self._refuse(
+                send,
+                405,
+                f"Method not allowed: {method} needs an Mcp-Session-Id",
+                [(b"allow", b"POST")],
+            )
+            return
+        session = self.sessions.get(session_id.strip(" \t"), principal)
+        if session is None:
+            await self._refuse(
+                send, 404, "Session not found: it ended or never existed; initialize a new one"
+            )
+            return
+        if method == "DELETE":
+            self.sessions.remove(session.id, "the client ended it (DELETE)")
+            await respond(send, 204, json=False)
+            return
+        if not hw.accepts(hw.single(headers, "accept")[0])[1]:
+            await self._refuse(send, 406, "Not acceptable: a GET stream is text/event-stream")
+            return
+        if session.streaming:
+            await self._refuse(send, 409, "Conflict: this session's GET stream is already open")
+            return
+        await self._stream(session, receive, send)
+
+    async def _stream(self, session: HttpSession, receive: Receive, send: Send) -> None:
+        """The session's GET stream: messages tied to no request (the roots fetch's request,
+        completion notices), until the client closes it or the session ends."""
+        session.streaming = True
+        session.busy += 1
+        reply = HttpReply(send)
+
+        async def pump() -> None:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": SSE_HEADERS,
+                }
+            )
+            while not session.ended:
+                line = await session.next_for_stream(KEEPALIVE_S)
+                if session.ended:
+                    break
+                await write_body(send, hw.sse_event(line) if line else hw.SSE_KEEPALIVE, more=True)
+            await write_body(send, b"", more=False)
+
+        try:
+            await self._until_gone(receive, reply, pump, cancel=True)
+        finally:
+            session.streaming = False
+            session.busy -= 1
+            session.last_active = anyio.current_time()

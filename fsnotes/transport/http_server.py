@@ -1,0 +1,229 @@
+"""The HTTP server around the MCP endpoint: uvicorn on a socket bound before the jail.
+
+:func:`bind` opens the listening socket at start-up, before Landlock is applied: a bound socket
+keeps accepting afterwards, so the jail needs no rule for this port and the process can bind
+no other (the setup page's port excepted). :func:`run_http` then serves
+:class:`~fsnotes.transport.http.McpEndpoint` on it until SIGTERM or SIGINT.
+
+What uvicorn does not bound, :class:`GuardedH11` does: a connection must complete its request
+headers within :data:`HEADER_TIMEOUT_S` of connecting (or of its previous response), so a client
+that dribbles headers (slowloris) or connects and says nothing holds its slot no longer; and
+headers past h11's 16 KiB buffer get 431 (uvicorn says 400). Connections beyond
+:data:`MAX_CONNECTIONS` get uvicorn's 503. Bodies have their own deadline in the endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from fsnotes.protocol.registry import App
+from fsnotes.security.tokens import Authenticator
+from fsnotes.transport.http import McpEndpoint
+from fsnotes.transport.http_settings import HttpSettings
+from fsnotes.transport.process import (
+    configure_logging,
+    limit_worker_threads,
+    return_freed_memory_promptly,
+)
+
+__all__ = ["HttpUnavailable", "bind", "run_http", "serve_http"]
+
+_log = logging.getLogger("fsnotes.transport")
+
+# A connection must send complete request headers within this long. Real clients send them in
+# one write (milliseconds); 10 s covers a slow link. nginx's client_header_timeout is 60 s, but
+# nginx holds tens of thousands of connections; we hold MAX_CONNECTIONS.
+HEADER_TIMEOUT_S = 10.0
+# Most connections at once (uvicorn answers 503 past it). A host keeps one or two (a POST and,
+# in the 2025-11-25 era, a GET stream per session); 128 is four per live session at the session
+# bound, and each costs a few KiB plus what its request holds (bounded by the in-flight budget).
+MAX_CONNECTIONS = 128
+LISTEN_BACKLOG = 128
+# Idle keep-alive connections are closed after this long (uvicorn's own default).
+KEEP_ALIVE_S = 5
+# Most bytes of request line and headers (h11's default, as node's 16 KiB max header size).
+MAX_HEADER_BYTES = 16 * 1024
+# On stop, responses in progress get this long before connections are cut.
+SHUTDOWN_GRACE_S = 2
+
+
+class HttpUnavailable(Exception):
+    """The endpoint cannot listen (port taken, bind refused); the message says why."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: one the kernel picks)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # Rebinding right after a restart must not wait for TIME_WAIT connections to clear;
+        # this does not let two listeners share the port (that needs SO_REUSEPORT).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            reason = "the port is already in use"
+        elif exc.errno in (errno.EACCES, errno.EPERM):
+            reason = "binding was refused (a port below 1024 needs privileges)"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            reason = "that address is not on this machine"
+        else:
+            reason = exc.strerror or str(exc)
+        raise HttpUnavailable(f"the HTTP endpoint cannot listen on {where}: {reason}") from None
+    return sock
+
+
+class GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on request headers and 431 for huge ones."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()  # a connection that says nothing is closed too
+
+    def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE:
+            self._arm()  # the deadline runs from the first byte of a request on a kept-alive one
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        if len(self.conn.trailing_data[0]) > MAX_HEADER_BYTES:
+            # h11's "Receive buffer too long": the request headers did not fit (RFC 6585, 5).
+            event = h11.Response(
+                status_code=431,
+                headers=[(b"content-length", b"0"), (b"connection", b"close")],
+                reason=b"Request Header Fields Too Large",
+            )
+            self.transport.write(self.conn.send(event))
+            self.transport.write(self.conn.send(h11.EndOfMessage()))
+            self.transport.close()
+            return
+        super().send_400_response(msg)
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to us."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(
+    app: App,
+    settings: HttpSettings,
+    authenticator: Authenticator,
+    sock: socket.socket,
+) -> None:
+    """Serve ``app`` over Streamable HTTP on the listening ``sock`` until SIGTERM/SIGINT."""
+    port = sock.getsockname()[1]
+    endpoint = McpEndpoint(app, settings, authenticator, port=port)
+    config = uvicorn.Config(
+        endpoint,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        http=GuardedH11,
+        ws="none",
+        proxy_headers=False,  # nothing stands between the client and this socket
+        server_header=False,
+        date_header=False,
+        limit_concurrency=MAX_CONNECTIONS,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+    )
+    server = _QuietServer(config)
+    lifespan = app.lifespan() if app.lifespan is not None else contextlib.nullcontext()
+    async with lifespan, anyio.create_task_group() as tg:
+        await tg.start(endpoint.run)
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    _log.info("received signal %d; shutting down", signum)
+                    # Open GET streams would hold the graceful stop: end the sessions first.
+                    endpoint.sessions.end_all("the server is stopping")
+                    server.should_exit = True
+                    return
+
+        tg.start_soon(stop_on_signal)
+        serving = anyio.Event()
+
+        async def announce() -> None:
+            while not server.started:
+                await anyio.sleep(0.005)
+            serving.set()
+
+        tg.start_soon(announce)
+        tg.start_soon(_serve, server, sock, tg.cancel_scope)
+        await serving.wait()
+        # Printed, not logged: whoever started the server (a test, a script) learns the port.
+        print(
+            f"fsnotes: serving MCP over HTTP at {settings.describe(port)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+async def _serve(server: _QuietServer, sock: socket.socket, group: anyio.CancelScope) -> None:
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        sock.close()
+        group.cancel()  # the endpoint's own tasks end with the server
+
+
+def run_http(
+    app: App, settings: HttpSettings, authenticator: Authenticator, sock: socket.socket
+) -> None:
+    """Blocking entry point (see :func:`serve_http`), set up as :func:`run_stdio` is."""
+    configure_logging()
+
+    async def main() -> None:
+        limit_worker_threads()
+        await serve_http(app, settings, authenticator, sock)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        return_freed_memory_promptly()
+        anyio.run(main)

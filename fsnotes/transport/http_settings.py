@@ -1,0 +1,127 @@
+"""Where the Streamable HTTP endpoint listens, and which Host and Origin values it answers.
+
+Nothing here imports the HTTP stack: the configuration and ``fsnotes doctor`` read these
+settings without the ``http`` extra installed.
+
+DNS rebinding (the spec's "Security" section of both revisions' transports page: servers MUST
+validate ``Origin``; a present, invalid one gets 403): a web page on ``evil.example`` whose name
+is made to resolve to 127.0.0.1 reaches a loopback port with ``Host: evil.example`` and
+``Origin: http://evil.example``. So every request's ``Host`` must be one of
+:meth:`HttpSettings.allowed_hosts` (the loopback names with our port, the bound address when it
+is a specific one, and what ``[http] allowed_hosts`` adds), and a present ``Origin`` must be one
+of those as ``http://`` or ``https://`` origins or in ``[http] allowed_origins``; otherwise 403.
+Browsers cannot read our answers anyway (no CORS headers are ever sent), but a POST could still
+*act*; this refuses it before anything is parsed. The bearer token is the second line.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from fsnotes.security.tokens import TokenEntry
+
+# The endpoint's path (the spec's examples use /mcp; every SDK client takes the whole URL).
+ENDPOINT_PATH = "/mcp"
+# The address --http PORT binds when no host is given: loopback only (the spec: "When running
+# locally, servers SHOULD bind only to localhost").
+DEFAULT_HOST = "127.0.0.1"
+# Names a local client (and the conformance suite) may use for a loopback address.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class SettingsError(ValueError):
+    """An HTTP setting that cannot be used; the message says which and why."""
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (HOST a numeric IPv4 address, or IPv6 in brackets) -> (host, port)."""
+    text = value.strip()
+    host = DEFAULT_HOST
+    port_text = text
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0 or text[end + 1 : end + 2] != ":":
+            raise SettingsError(f"--http {value!r}: write an IPv6 address as [ADDR]:PORT")
+        host, port_text = text[1:end], text[end + 2 :]
+    elif ":" in text:
+        host, port_text = text.rsplit(":", 1)
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise SettingsError(
+            f"--http {value!r}: the host must be a numeric IP address such as 127.0.0.1 "
+            "(names are not resolved: the address bound is the address exposed)"
+        ) from None
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise SettingsError(f"--http {value!r}: the port must be a number from 0 to 65535")
+    return host, int(port_text)
+
+
+def _host_literal(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """The HTTP endpoint's settings: ``--http``, ``--http-expose`` and the ``[http]`` table."""
+
+    host: str = DEFAULT_HOST
+    port: int = 0
+    expose: bool = False  # --http-expose: binding a non-loopback address was asked for
+    extra_hosts: tuple[str, ...] = ()  # [http] allowed_hosts (Host values, port optional)
+    extra_origins: tuple[str, ...] = ()  # [http] allowed_origins (scheme://host[:port])
+    tokens: tuple[TokenEntry, ...] = field(default=(), repr=False)  # [[http.token]]
+
+    @property
+    def loopback(self) -> bool:
+        """Is the bound address a loopback one (reachable from this machine only)?"""
+        return ipaddress.ip_address(self.host).is_loopback
+
+    @property
+    def wildcard(self) -> bool:
+        """Is it 0.0.0.0 or ::, every interface of the machine (or of the container)?"""
+        return ipaddress.ip_address(self.host).is_unspecified
+
+    def check(self) -> None:
+        """Refuse a non-loopback bind without ``expose`` (it would reach the network)."""
+        if not self.loopback and not self.expose:
+            raise SettingsError(
+                f"--http {_host_literal(self.host)}:{self.port} is not a loopback address: "
+                "it would expose the notes to every host that can reach it. Pass "
+                "--http-expose to mean it (every request still needs a bearer token)"
+            )
+
+    def allowed_hosts(self, port: int) -> frozenset[str]:
+        """The Host header values answered when listening on ``port`` (the bound one, which
+        differs from :attr:`port` when that is 0). Compared lower-cased."""
+        names = set(LOOPBACK_NAMES)
+        if not self.loopback and not self.wildcard:
+            names.add(_host_literal(self.host))
+        out = {f"{name}:{port}" for name in names}
+        if port == 80:  # a client omits the default port from Host (RFC 9110, 7.2)
+            out |= names
+        for extra in self.extra_hosts:
+            out.add(extra.lower() if ":" in extra.rsplit("]", 1)[-1] else f"{extra}:{port}")
+        return frozenset(h.lower() for h in out)
+
+    def allowed_origins(self, port: int) -> frozenset[str]:
+        """The Origin values a request may carry: each allowed host as an http(s) origin, and
+        the configured ones. Compared lower-cased; ``null`` is never allowed."""
+        out = set()
+        for host in self.allowed_hosts(port):
+            out.add(f"http://{host}")
+            out.add(f"https://{host}")
+        out |= {o.rstrip("/").lower() for o in self.extra_origins}
+        return frozenset(out)
+
+    def describe(self, port: int) -> str:
+        """What the endpoint exposes, in one sentence (for the log and ``fsnotes doctor``)."""
+        where = f"http://{_host_literal(self.host)}:{port}{ENDPOINT_PATH}"
+        if self.loopback:
+            reach = "this machine only (loopback)"
+        elif self.wildcard:
+            reach = "every network interface of this machine (or container)"
+        else:
+            reach = f"every host that can reach {self.host}"
+        return f"{where}, reachable from {reach}, bearer token required on every request"
