@@ -35,7 +35,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/setup fsnotes/config.py fsnotes/server.py fsnotes/cli_grant.py fsnotes/doctor.py
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/setup fsnotes/config.py fsnotes/server.py fsnotes/cli_grant.py fsnotes/cli_token.py fsnotes/doctor.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest

@@ -73,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="report which containment layers are active")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--http", metavar="[HOST:]PORT", help="report these HTTP settings")
+    doctor.add_argument("--http-expose", action="store_true", help="as for serve")
+    doctor.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
+    doctor.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
 
     sub.add_parser("demo", help="a scripted session on a bundled example vault")
 
@@ -144,9 +148,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "doctor":
+        from .config import ConfigError, load
         from .doctor import format_text, report
+        from .security.tokens import BearerTokens
+        from .server import main_error
 
-        data = report()
+        try:
+            config = load(
+                state_dir=args.state_dir,
+                config_file=args.config,
+                http=args.http,
+                http_expose=args.http_expose,
+                require_workspace=False,
+            )
+        except ConfigError as exc:
+            return main_error(str(exc))
+        principals = None
+        if config.http is not None:
+            principals = BearerTokens(config.http.tokens, config.state_dir).principals()
+        data = report(http=config.http, http_principals=principals)
         print(json.dumps(data, indent=2) if args.json else format_text(data))
         return 0
     if args.command == "demo":

@@ -14,6 +14,7 @@ from sandbox import probe
 from sandbox.jail import JailReport, applied_report
 
 from .notes.indexer import environment as index_environment
+from .transport.http_settings import LOOPBACK_NAMES, HttpSettings
 
 __all__ = ["format_text", "report"]
 
@@ -29,11 +30,18 @@ _SECCOMP_NOTE = (
 )
 
 
-def report(applied: JailReport | None = None) -> dict[str, Any]:
+def report(
+    applied: JailReport | None = None,
+    *,
+    http: HttpSettings | None = None,
+    http_principals: list[str] | None = None,
+) -> dict[str, Any]:
     """The facts about this process and machine, as plain JSON types.
 
     ``applied``: the report of the jail this process applied, if any (defaults to the one
-    :func:`sandbox.jail.apply_landlock` recorded in this process).
+    :func:`sandbox.jail.apply_landlock` recorded in this process). ``http``: the HTTP
+    settings ``fsnotes serve`` would use (``None``: it would serve stdio), with the principals
+    its tokens act for.
     """
     facts = probe.probe()
     jail = applied if applied is not None else applied_report()
@@ -67,6 +75,11 @@ def report(applied: JailReport | None = None) -> dict[str, Any]:
         )
 
     setup_page = _setup_page(facts.landlock_abi)
+    http_report = _http(http, http_principals, facts.landlock_abi)
+    if http is not None and not http.loopback:
+        warnings.append(
+            f"--http binds {http.host}, not a loopback address: {http_report['exposes']}."
+        )
     index = index_environment()
     if not index["fts5"]:
         warnings.append(
@@ -74,6 +87,7 @@ def report(applied: JailReport | None = None) -> dict[str, Any]:
         )
 
     return {
+        "http": http_report,
         "setup_page": setup_page,
         "search_index": index,
         "platform": facts.platform,
@@ -141,6 +155,76 @@ def _setup_page(abi: int | None) -> dict[str, Any]:
             else "the setup page's HTTP stack is not installed: pip install 'fsnotes[setup]'"
         ),
     }
+
+
+def _http(
+    settings: HttpSettings | None, principals: list[str] | None, abi: int | None
+) -> dict[str, Any]:
+    """The HTTP endpoint's settings and what they expose (``enabled`` false: stdio)."""
+    stack = _stack_versions()
+    base: dict[str, Any] = {
+        "enabled": settings is not None,
+        "http_stack": stack,
+        "available": all(stack.values()),
+        "landlock_limits_ports": abi is not None and abi >= _LANDLOCK_NET_ABI,
+    }
+    if settings is None:
+        base["exposes"] = "nothing: fsnotes serves stdio unless --http [HOST:]PORT is given"
+        return base
+    port = settings.port
+    base.update(
+        {
+            "bind": settings.host,
+            "port": port,
+            "loopback": settings.loopback,
+            "exposed_flag": settings.expose,
+            "allowed_hosts": sorted(settings.allowed_hosts(port)),
+            "allowed_origins": sorted(settings.allowed_origins(port)),
+            "token_principals": sorted(principals or []),
+            "exposes": settings.describe(port)
+            + (
+                f"; tokens act for {', '.join(repr(p) for p in sorted(principals))}"
+                if principals
+                else "; no token is configured yet (fsnotes token add), so every request "
+                "would be refused"
+            ),
+        }
+    )
+    return base
+
+
+def _stack_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for package in ("starlette", "uvicorn"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def _http_lines(info: dict[str, Any]) -> list[str]:
+    if not info["enabled"]:
+        stack = "installed" if info["available"] else "not installed (pip install 'fsnotes[http]')"
+        return [f"HTTP: off; {info['exposes']}. The HTTP stack is {stack}."]
+    lines = [f"HTTP: {info['exposes']}."]
+    names = ", ".join(n for n in LOOPBACK_NAMES)
+    lines.append(
+        f"  Host must be one of {len(info['allowed_hosts'])} values (the loopback names "
+        f"{names} with the port, and any configured); a present Origin one of "
+        f"{len(info['allowed_origins'])}; anything else gets 403."
+    )
+    lines.append(
+        "  Landlock: the endpoint's socket is bound before the jail, and the process may bind "
+        "no other port (but the setup page's) and connect nowhere."
+        if info["landlock_limits_ports"]
+        else "  This kernel's Landlock cannot limit TCP ports (needs ABI 4, Linux 6.7)."
+    )
+    if not info["available"]:
+        lines.append("  The HTTP stack is not installed: pip install 'fsnotes[http]'.")
+    return lines
 
 
 def _index_lines(index: dict[str, Any]) -> list[str]:
@@ -234,6 +318,7 @@ def format_text(report: dict[str, Any]) -> str:
         )
         lines.append(f"  {stack}; {ports}.")
 
+    lines.extend(_http_lines(report["http"]))
     lines.extend(_index_lines(report["search_index"]))
 
     priv = layers["privileges"]

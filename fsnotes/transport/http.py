@@ -34,7 +34,6 @@ Not supported (MAY in the spec): resuming streams with ``Last-Event-ID`` (ignore
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -43,7 +42,6 @@ from starlette.types import Receive, Scope, Send
 
 from fsnotes.protocol import inbound, limits
 from fsnotes.protocol.budget import Hold, InFlightBudget
-from fsnotes.protocol.connection import ServerConnection
 from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.registry import App, JSONObject
@@ -54,36 +52,27 @@ from fsnotes.protocol.wire import (
     META_PROTOCOL_VERSION,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
-    Action,
-    CancelTask,
-    DeliverReply,
     RequestId,
-    StartTask,
     error_message,
     fault_message,
 )
-from fsnotes.protocol.wire import (
-    Send as SendAction,
-)
 from fsnotes.security.tokens import Authenticator, Unauthenticated
 from fsnotes.transport import http_wire as hw
+from fsnotes.transport.http_legacy import LegacySessions
 from fsnotes.transport.http_reply import (
-    SSE_HEADERS,
+    CLOSE,
+    RETRY_AFTER,
     ModernChannel,
-    PostPeer,
     Stalled,
-    StreamPeer,
+    refuse,
     respond,
-    write_body,
+    until_gone,
 )
 from fsnotes.transport.http_reply import (
     Reply as HttpReply,
 )
 from fsnotes.transport.http_sessions import (
-    SESSION_ANSWER_BYTES,
     SESSION_SWEEP_S,
-    HttpSession,
-    SessionsFull,
     SessionTable,
 )
 from fsnotes.transport.http_settings import ENDPOINT_PATH, HttpSettings
@@ -93,13 +82,9 @@ _log = logging.getLogger("fsnotes.transport")
 # A request body must arrive within this long (after its headers): a client dribbling its body
 # holds a connection for no longer. 8 MiB at 1.1 Mbit/s fits; on loopback it is milliseconds.
 BODY_TIMEOUT_S = 60.0
-# An open GET stream gets an SSE comment this often when nothing else is sent, so proxies and
-# client idle timeouts do not close it (2026-07-28 streamable-http suggests it for long streams).
-KEEPALIVE_S = 15.0
 # Most 2026-07-28 requests served at once (those of sessions count in their connections): the
 # stdio bound (limits.MAX_IN_FLIGHT). Past it, and past the in-flight budget, 503.
 MAX_MODERN_IN_FLIGHT = limits.MAX_IN_FLIGHT
-RETRY_AFTER = (b"retry-after", b"1")
 
 
 def _refusal(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
@@ -127,6 +112,7 @@ class McpEndpoint:
         *,
         port: int,
         sessions: SessionTable | None = None,
+        body_timeout: float = BODY_TIMEOUT_S,
     ) -> None:
         self.app = app
         self.settings = settings
@@ -135,9 +121,10 @@ class McpEndpoint:
         self.budget = InFlightBudget(limits.MAX_IN_FLIGHT_BYTES)
         self.sessions = sessions or SessionTable()
         self.modern_in_flight = 0
+        self.body_timeout = body_timeout
         self._hosts = settings.allowed_hosts(port)
         self._origins = settings.allowed_origins(port)
-        self._tg: anyio.abc.TaskGroup | None = None
+        self.legacy = LegacySessions(app, self.dispatcher, self.budget, self.sessions)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -146,13 +133,13 @@ class McpEndpoint:
         fetches) and the idle sweep. Ends every session when cancelled."""
         try:
             async with anyio.create_task_group() as tg:
-                self._tg = tg
+                self.legacy.task_group = tg
                 task_status.started()
                 while True:
                     await anyio.sleep(SESSION_SWEEP_S)
                     self.sessions.expire(anyio.current_time())
         finally:
-            self._tg = None
+            self.legacy.task_group = None
             self.sessions.end_all("the server is stopping")
 
     # --- the checks every request passes -------------------------------------------------------
@@ -161,13 +148,17 @@ class McpEndpoint:
         if scope["type"] != "http":
             return  # lifespan is off and websockets are disabled; nothing else reaches us
         headers: list[tuple[bytes, bytes]] = scope["headers"]
+        if sum(len(k) + len(v) + 4 for k, v in headers) > hw.MAX_HEADER_BYTES:
+            # h11 limits headers still arriving; ones that came in one read are counted here.
+            await refuse(send, 431, "Request header fields too large", CLOSE)
+            return
         host, repeated = hw.single(headers, "host")
         if host is None or repeated or host.lower() not in self._hosts:
-            await self._refuse(send, 403, "Forbidden: this server does not answer at that Host")
+            await refuse(send, 403, "Forbidden: this server does not answer at that Host")
             return
         origin, repeated = hw.single(headers, "origin")
         if repeated or (origin is not None and origin.lower() not in self._origins):
-            await self._refuse(send, 403, "Forbidden: requests from that Origin are refused")
+            await refuse(send, 403, "Forbidden: requests from that Origin are refused")
             return
         principal = await self._principal(headers)
         if principal is None:
@@ -179,16 +170,16 @@ class McpEndpoint:
             )
             return
         if scope["path"] != ENDPOINT_PATH:
-            await self._refuse(send, 404, f"Not found: the MCP endpoint is {ENDPOINT_PATH}")
+            await refuse(send, 404, f"Not found: the MCP endpoint is {ENDPOINT_PATH}")
             return
         method = scope["method"]
         try:
             if method == "POST":
                 await self._post(scope, receive, send, principal)
             elif method in ("GET", "DELETE"):
-                await self._session_verb(method, scope, receive, send, principal)
+                await self.legacy.verb(method, scope, receive, send, principal)
             else:
-                await self._refuse(
+                await refuse(
                     send, 405, f"Method not allowed: {method}", [(b"allow", b"GET, POST, DELETE")]
                 )
         except Stalled:
@@ -205,19 +196,6 @@ class McpEndpoint:
         except Unauthenticated:
             return None
 
-    async def _refuse(
-        self,
-        send: Send,
-        status: int,
-        message: str,
-        headers: list[tuple[bytes, bytes]] | None = None,
-        *,
-        request_id: RequestId | None = None,
-        code: int = INVALID_REQUEST,
-        data: Any = None,
-    ) -> None:
-        await respond(send, status, _refusal(request_id, code, message, data), headers)
-
     # --- POST ------------------------------------------------------------------------------
 
     async def _read_body(
@@ -227,29 +205,29 @@ class McpEndpoint:
         declared, repeated = hw.single(headers, "content-length")
         too_large = f"Message too large: a POST body is at most {hw.MAX_BODY_BYTES} bytes"
         if declared is not None and (repeated or not declared.strip().isdigit()):
-            await self._refuse(send, 400, "Bad request: malformed Content-Length")
+            await refuse(send, 400, "Bad request: malformed Content-Length")
             return None
         if declared is not None and int(declared) > hw.MAX_BODY_BYTES:
-            await self._refuse(send, 413, too_large)
+            await refuse(send, 413, too_large)
             return None
         body = bytearray()
-        with anyio.move_on_after(BODY_TIMEOUT_S) as timer:
+        with anyio.move_on_after(self.body_timeout) as timer:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     return None
                 body += message.get("body", b"")
                 if len(body) > hw.MAX_BODY_BYTES:
-                    await self._refuse(send, 413, too_large, [(b"connection", b"close")])
+                    await refuse(send, 413, too_large, CLOSE)
                     return None
                 if not message.get("more_body", False):
                     return bytes(body)
         if timer.cancelled_caught:
-            await self._refuse(
+            await refuse(
                 send,
                 408,
-                f"Request timeout: the body did not arrive within {BODY_TIMEOUT_S:g} s",
-                [(b"connection", b"close")],
+                f"Request timeout: the body did not arrive within {self.body_timeout:g} s",
+                CLOSE,
             )
         return None
 
@@ -257,13 +235,13 @@ class McpEndpoint:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         content_type, repeated = hw.single(headers, "content-type")
         if repeated or hw.media_type(content_type) != "application/json":
-            await self._refuse(
+            await refuse(
                 send, 415, "Unsupported media type: POST one JSON-RPC message as application/json"
             )
             return
         json_ok, sse_ok = hw.accepts(hw.single(headers, "accept")[0])
         if not (json_ok and sse_ok):
-            await self._refuse(
+            await refuse(
                 send,
                 406,
                 "Not acceptable: the Accept header must list both application/json and "
@@ -279,19 +257,19 @@ class McpEndpoint:
             return
         message = parsed.message
         if isinstance(message, list):
-            await self._refuse(
+            await refuse(
                 send, 400, "Batches are not supported: POST one JSON-RPC message at a time"
             )
             return
         if not isinstance(message, dict):
-            await self._refuse(send, 400, "Invalid request: not a JSON object")
+            await refuse(send, 400, "Invalid request: not a JSON object")
             return
         envelope = inbound.classify(message)
         version, repeated = hw.single(headers, hw.PROTOCOL_VERSION_HEADER)
         session_id, repeated_id = hw.single(headers, hw.SESSION_HEADER)
         request_id = envelope.id if isinstance(envelope, inbound.Request) else None
         if repeated or repeated_id:
-            await self._refuse(
+            await refuse(
                 send,
                 400,
                 "Header mismatch: MCP-Protocol-Version or Mcp-Session-Id appears more than once",
@@ -305,25 +283,8 @@ class McpEndpoint:
         ) or (version is not None and version.strip(" \t") not in LEGACY_VERSIONS)
         if modern:
             await self._modern(envelope, parsed, version, scope, receive, send, principal)
-        elif session_id is None:
-            await self._sessionless(envelope, parsed, send, principal)
         else:
-            session = self.sessions.get(session_id.strip(" \t"), principal)
-            if session is None:
-                await self._refuse(
-                    send,
-                    404,
-                    "Session not found: it ended or never existed; initialize a new one",
-                    request_id=request_id,
-                )
-                return
-            session.busy += 1
-            session.last_active = anyio.current_time()
-            try:
-                await self._in_session(session, envelope, parsed, receive, send)
-            finally:
-                session.busy -= 1
-                session.last_active = anyio.current_time()
+            await self.legacy.post(envelope, parsed, session_id, receive, send, principal)
 
     # --- 2026-07-28 ------------------------------------------------------------------------
 
@@ -348,7 +309,7 @@ class McpEndpoint:
             return
         if not isinstance(envelope, inbound.Request):
             # streamable-http "Sending Messages": "The client MUST NOT send JSON-RPC responses."
-            await self._refuse(
+            await refuse(
                 send, 400, "Invalid request: a 2026-07-28 client sends no responses over HTTP"
             )
             return
@@ -361,7 +322,7 @@ class McpEndpoint:
                 await respond(send, 400, encode_message(fault_message(request_id, fault)))
                 return
         elif version is not None and version.strip(" \t") not in ADVERTISED_VERSIONS:
-            await self._refuse(
+            await refuse(
                 send,
                 400,
                 "Unsupported protocol version",
@@ -373,7 +334,7 @@ class McpEndpoint:
         if method == "initialize":
             # 2026-07-28 has no handshake: to a request in this era, initialize is unknown
             # (streamable-http: unknown method -> 404 with -32601).
-            await self._refuse(
+            await refuse(
                 send,
                 404,
                 "Method not found: initialize (2026-07-28 has no handshake: send _meta on "
@@ -403,7 +364,7 @@ class McpEndpoint:
             async def handle() -> JSONObject:
                 return await self.dispatcher.respond(call, ModernChannel(reply))
 
-            answer = await self._until_gone(receive, reply, handle, cancel=True)
+            answer = await until_gone(receive, reply, handle, cancel=True)
             call.active = False
             if answer is not None:
                 await reply.answer(encode_message(answer), hw.modern_status(answer))
@@ -416,7 +377,7 @@ class McpEndpoint:
             self.budget.release(hold)
 
     async def _busy(self, send: Send, request_id: RequestId | None) -> None:
-        await self._refuse(
+        await refuse(
             send,
             503,
             f"Server busy: too many requests in flight (at most {MAX_MODERN_IN_FLIGHT}, "
@@ -425,235 +386,3 @@ class McpEndpoint:
             request_id=request_id,
             code=INTERNAL_ERROR,
         )
-
-    async def _until_gone(
-        self,
-        receive: Receive,
-        reply: HttpReply,
-        work: Callable[[], Awaitable[Any]],
-        *,
-        cancel: bool,
-    ) -> Any:
-        """Run ``work`` while watching for the client to disconnect (``reply.gone``); with
-        ``cancel``, a disconnect cancels it (the result is then ``None``)."""
-        result: Any = None
-        async with anyio.create_task_group() as tg:
-            work_scope = anyio.CancelScope()
-
-            async def watch() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                reply.gone = True
-                if cancel:
-                    work_scope.cancel()
-
-            tg.start_soon(watch)
-            with work_scope:
-                result = await work()
-            tg.cancel_scope.cancel()
-        return result
-
-    # --- 2025-11-25 --------------------------------------------------------------------------
-
-    async def _sessionless(
-        self, envelope: inbound.Envelope, parsed: inbound.Parsed, send: Send, principal: str
-    ) -> None:
-        if isinstance(envelope, inbound.Invalid):
-            await respond(send, 400, encode_message(envelope.error))
-            return
-        if not isinstance(envelope, inbound.Request):
-            await self._refuse(
-                send,
-                400,
-                "Bad request: no Mcp-Session-Id (initialize first for 2025-11-25, or send "
-                "_meta on every request for 2026-07-28)",
-            )
-            return
-        if envelope.method == "initialize":
-            await self._initialize(envelope, parsed, send, principal)
-            return
-        # ping is answered without a session (2025-11-25 lifecycle); anything else is refused
-        # by the dispatcher, which says what to send instead (400: a session is required).
-        routed = self.dispatcher.route(
-            envelope.id, envelope.method, envelope.params, session=None, principal=principal
-        )
-        if isinstance(routed, Reply):
-            await respond(send, hw.modern_status(routed.message), encode_message(routed.message))
-        else:  # not reached: without a session and _meta the dispatcher starts nothing
-            await self._refuse(send, 400, "Bad request: no Mcp-Session-Id", request_id=envelope.id)
-
-    async def _initialize(
-        self, request: inbound.Request, parsed: inbound.Parsed, send: Send, principal: str
-    ) -> None:
-        try:
-            self.sessions.make_room(principal)
-        except SessionsFull as exc:
-            await self._refuse(
-                send,
-                503,
-                f"Server busy: {exc}",
-                [RETRY_AFTER],
-                request_id=request.id,
-                code=INTERNAL_ERROR,
-            )
-            return
-        conn = ServerConnection(
-            self.app,
-            principal=principal,
-            dispatcher=self.dispatcher,
-            budget=self.budget,
-            max_pending_answer_bytes=SESSION_ANSWER_BYTES,
-        )
-        actions = conn.receive_parsed(parsed)
-        answer = next((a.message for a in actions if isinstance(a, SendAction)), None)
-        if answer is None or conn.session is None:
-            await respond(send, 400, encode_message(answer or {}))
-            return
-        session = HttpSession(self.sessions.new_id(), principal, conn, anyio.current_time())
-        self.sessions.add(session)
-        _log.info("opened an HTTP session (%s) for %r", conn.legacy_version, principal)
-        await respond(
-            send, 200, encode_message(answer), [(hw.SESSION_HEADER.encode(), session.id.encode())]
-        )
-
-    async def _in_session(
-        self,
-        session: HttpSession,
-        envelope: inbound.Envelope,
-        parsed: inbound.Parsed,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        if isinstance(envelope, inbound.Invalid):
-            await respond(send, 400, encode_message(envelope.error))
-            return
-        actions = session.conn.receive_parsed(parsed)
-        if not isinstance(envelope, inbound.Request):
-            # A notification or our request's answer: whatever it starts runs on its own.
-            self._perform(session, actions)
-            await respond(send, 202, json=False)
-            return
-        for action in actions:
-            if isinstance(action, SendAction):
-                await respond(send, 200, encode_message(action.message))
-            elif isinstance(action, StartTask):
-                await self._run_in_session(session, action, receive, send)
-            else:
-                self._perform(session, [action])
-
-    async def _run_in_session(
-        self, session: HttpSession, start: StartTask, receive: Receive, send: Send
-    ) -> None:
-        reply = HttpReply(send)
-        scope = anyio.CancelScope()
-        session.scopes[start.key] = scope
-
-        async def work() -> None:
-            try:
-                with scope:
-                    await start.run(PostPeer(session, reply))
-            except Exception:
-                _log.exception("request task %r failed", start.key)
-            finally:
-                if session.scopes.get(start.key) is scope:
-                    del session.scopes[start.key]
-
-        # 2025-11-25: a closed stream is not a cancellation; the request runs on.
-        await self._until_gone(receive, reply, work, cancel=False)
-        if reply.stalled:
-            raise Stalled
-        await reply.finish()  # cancelled: the stream ends without an answer
-
-    def _perform(self, session: HttpSession, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, CancelTask):
-                session.cancel(action.key)
-            elif isinstance(action, DeliverReply):
-                session.deliver(action.request_id, action.message)
-            elif isinstance(action, StartTask):
-                self._spawn(session, action)
-            elif isinstance(action, SendAction):
-                session.to_stream(encode_message(action.message))
-
-    def _spawn(self, session: HttpSession, start: StartTask) -> None:
-        """Run a session's own task (a roots fetch) beside the requests, until the session
-        ends; it writes to the session's GET stream."""
-        tg = self._tg
-        if tg is None:
-            return
-        scope = anyio.CancelScope()
-        session.scopes[start.key] = scope
-
-        async def run() -> None:
-            try:
-                with scope:
-                    await start.run(StreamPeer(session))
-            except Exception:
-                _log.exception("session task %r failed", start.key)
-            finally:
-                if session.scopes.get(start.key) is scope:
-                    del session.scopes[start.key]
-
-        tg.start_soon(run)
-
-    async def _session_verb(
-        self, method: str, scope: Scope, receive: Receive, send: Send, principal: str
-    ) -> None:
-        headers: list[tuple[bytes, bytes]] = scope["headers"]
-        session_id, _ = hw.single(headers, hw.SESSION_HEADER)
-        if session_id is None:
-            # 2026-07-28 streamable-http "Backward Compatibility": GET or DELETE -> 405. The
-            # 2025-11-25 era needs a session for either.
-            await self._refuse(
-                send,
-                405,
-                f"Method not allowed: {method} needs an Mcp-Session-Id",
-                [(b"allow", b"POST")],
-            )
-            return
-        session = self.sessions.get(session_id.strip(" \t"), principal)
-        if session is None:
-            await self._refuse(
-                send, 404, "Session not found: it ended or never existed; initialize a new one"
-            )
-            return
-        if method == "DELETE":
-            self.sessions.remove(session.id, "the client ended it (DELETE)")
-            await respond(send, 204, json=False)
-            return
-        if not hw.accepts(hw.single(headers, "accept")[0])[1]:
-            await self._refuse(send, 406, "Not acceptable: a GET stream is text/event-stream")
-            return
-        if session.streaming:
-            await self._refuse(send, 409, "Conflict: this session's GET stream is already open")
-            return
-        await self._stream(session, receive, send)
-
-    async def _stream(self, session: HttpSession, receive: Receive, send: Send) -> None:
-        """The session's GET stream: messages tied to no request (the roots fetch's request,
-        completion notices), until the client closes it or the session ends."""
-        session.streaming = True
-        session.busy += 1
-        reply = HttpReply(send)
-
-        async def pump() -> None:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": SSE_HEADERS,
-                }
-            )
-            while not session.ended:
-                line = await session.next_for_stream(KEEPALIVE_S)
-                if session.ended:
-                    break
-                await write_body(send, hw.sse_event(line) if line else hw.SSE_KEEPALIVE, more=True)
-            await write_body(send, b"", more=False)
-
-        try:
-            await self._until_gone(receive, reply, pump, cancel=True)
-        finally:
-            session.streaming = False
-            session.busy -= 1
-            session.last_active = anyio.current_time()

@@ -16,11 +16,15 @@ for a client that does not read stays small.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import anyio
-from starlette.types import Send
+from starlette.types import Receive, Send
 
 from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.registry import JSONObject
+from fsnotes.protocol.wire import INVALID_REQUEST, RequestId, error_message
 from fsnotes.transport.http_sessions import HttpSession
 from fsnotes.transport.http_wire import sse_event
 
@@ -79,8 +83,46 @@ async def respond(
     await write_body(send, body, more=False)
 
 
-def error_body(message: JSONObject) -> bytes:
-    return encode_message(message)
+RETRY_AFTER = (b"retry-after", b"1")
+CLOSE = [(b"connection", b"close")]
+
+
+async def refuse(
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    request_id: RequestId | None = None,
+    code: int = INVALID_REQUEST,
+    data: Any = None,
+) -> None:
+    """A refusal: ``status`` with a JSON-RPC error (its id when the request's was read)."""
+    body = encode_message(error_message(request_id, code, message, data))
+    await respond(send, status, body, headers)
+
+
+async def until_gone(
+    receive: Receive, reply: Reply, work: Callable[[], Awaitable[Any]], *, cancel: bool
+) -> Any:
+    """Run ``work`` while watching for the client to disconnect (then ``reply.gone``); with
+    ``cancel``, a disconnect cancels it (and the result is ``None``)."""
+    result: Any = None
+    async with anyio.create_task_group() as tg:
+        work_scope = anyio.CancelScope()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            reply.gone = True
+            if cancel:
+                work_scope.cancel()
+
+        tg.start_soon(watch)
+        with work_scope:
+            result = await work()
+        tg.cancel_scope.cancel()
+    return result
 
 
 class Reply:

@@ -8,7 +8,8 @@ no other (the setup page's port excepted). :func:`run_http` then serves
 What uvicorn does not bound, :class:`GuardedH11` does: a connection must complete its request
 headers within :data:`HEADER_TIMEOUT_S` of connecting (or of its previous response), so a client
 that dribbles headers (slowloris) or connects and says nothing holds its slot no longer; and
-headers past h11's 16 KiB buffer get 431 (uvicorn says 400). Connections beyond
+headers still arriving past h11's 16 KiB buffer get 431 (uvicorn says 400; headers that came
+in one read are counted by the endpoint). Connections beyond
 :data:`MAX_CONNECTIONS` get uvicorn's 503. Bodies have their own deadline in the endpoint.
 """
 
@@ -33,6 +34,7 @@ from fsnotes.protocol.registry import App
 from fsnotes.security.tokens import Authenticator
 from fsnotes.transport.http import McpEndpoint
 from fsnotes.transport.http_settings import HttpSettings
+from fsnotes.transport.http_wire import MAX_HEADER_BYTES
 from fsnotes.transport.process import (
     configure_logging,
     limit_worker_threads,
@@ -54,8 +56,6 @@ MAX_CONNECTIONS = 128
 LISTEN_BACKLOG = 128
 # Idle keep-alive connections are closed after this long (uvicorn's own default).
 KEEP_ALIVE_S = 5
-# Most bytes of request line and headers (h11's default, as node's 16 KiB max header size).
-MAX_HEADER_BYTES = 16 * 1024
 # On stop, responses in progress get this long before connections are cut.
 SHUTDOWN_GRACE_S = 2
 
@@ -68,7 +68,10 @@ def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (port 0: one the kernel picks)."""
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # Protocol TCP, not 0: asyncio turns Nagle's algorithm off only on sockets that say TCP
+    # (base_events._set_nodelay), and accepted sockets inherit it. With 0, an answer written as
+    # head then body waited for the client's delayed ACK: 40 ms a request on Linux.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         # Rebinding right after a restart must not wait for TIME_WAIT connections to clear;
         # this does not let two listeners share the port (that needs SO_REUSEPORT).

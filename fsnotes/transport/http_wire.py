@@ -34,6 +34,10 @@ SESSION_HEADER = "mcp-session-id"
 # comment gives the reasons: a 4 MiB note, JSON-escaped). A larger one gets 413 unread.
 MAX_BODY_BYTES = limits.MAX_LINE_BYTES
 
+# Most bytes of request headers (names, values and their separators): h11's default buffer,
+# and node's default max header size (16 KiB). More is answered 431.
+MAX_HEADER_BYTES = 16 * 1024
+
 # The body member each method's Mcp-Name mirrors (streamable-http "Standard Request Headers").
 NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 

@@ -144,3 +144,40 @@ def test_doctor_states_the_search_index_watcher_budget_and_rescan_interval() -> 
     text = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True).stdout
     assert "Search index: SQLite" in text and "one watch per folder" in text
     assert "Rescan: every 60 s" in text and "Docker Desktop" in text
+
+
+def _doctor_json(*args: str) -> dict[str, Any]:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "doctor", "--json", *args],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_doctor_says_http_is_off_without_settings(tmp_path: Path) -> None:
+    http = _doctor_json("--state-dir", str(tmp_path / "state"))["http"]
+    assert http["enabled"] is False and "stdio" in http["exposes"]
+    assert http["available"] is True  # the dev install has the http extra
+
+
+def test_doctor_reports_the_http_settings_and_what_they_expose(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    token = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "token", "add", "--principal", "ada",
+         "--state-dir", str(state)], capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    loopback = _doctor_json("--state-dir", str(state), "--http", "8123")
+    http = loopback["http"]
+    assert http["enabled"] and http["bind"] == "127.0.0.1" and http["loopback"] is True
+    assert "127.0.0.1:8123" in http["allowed_hosts"] and http["token_principals"] == ["ada"]
+    assert "this machine only" in http["exposes"] and token not in json.dumps(loopback)
+    assert not any("loopback" in w for w in loopback["warnings"])
+    exposed = _doctor_json("--state-dir", str(state), "--http", "0.0.0.0:8123", "--http-expose")
+    assert "every network interface" in exposed["http"]["exposes"]
+    assert any("not a loopback address" in w for w in exposed["warnings"])

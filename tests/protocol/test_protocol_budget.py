@@ -249,3 +249,26 @@ def init_legacy(version: str = "2025-11-25", caps: dict[str, Any] | None = None)
         "clientInfo": {"name": "t", "version": "1"},
     }
     return request(0, "initialize", params)
+
+
+async def test_connections_sharing_a_budget_share_one_bound() -> None:
+    # The HTTP transport shares one budget between its sessions: what one client's requests
+    # hold counts against every other's, so the number of clients does not multiply it.
+    from fsnotes.protocol.budget import InFlightBudget
+
+    message = slow(1, "x" * 100_000, steps=5)
+    budget = InFlightBudget(charge_of(message) + 10_000)
+    first = ServerConnection(build_app(), principal="unit", budget=budget)
+    second = ServerConnection(build_app(), principal="unit", budget=budget)
+    async with running(first) as a, running(second) as b:
+        a.feed(message)
+        await a.settle()
+        assert budget.held == charge_of(message) == second.in_flight_bytes
+        b.feed(slow(2, "y" * 20_000, steps=1))
+        refused = await b.response(2)
+        assert refused["error"]["code"] == -32603 and "Server busy" in refused["error"]["message"]
+        assert (await a.response(1))["result"]["content"][0]["text"] == "done 5"
+        await until_released(a)
+        b.feed(slow(3, "y" * 20_000, steps=1))
+        assert (await b.response(3))["result"]["content"][0]["text"] == "done 1"
+    assert budget.held == 0
