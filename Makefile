@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault clean
+.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault clean conformance
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
@@ -24,6 +24,12 @@ peers:
 # (installed from Debian when root; skipped loudly otherwise)
 sysdeps:
 	.ci/sysdeps.sh
+
+# The official MCP conformance suite (0.2.0-alpha.12 at 2026-07-28, 0.1.16 at 2025-11-25) over
+# Streamable HTTP against the test fixture and against `fsnotes serve --http`, printing the
+# suite's own output and then the scores (tests/interop/test_conformance.py asserts them).
+conformance: $(STAMP) peers
+	$(PY) -m tests.interop.conformance
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -2,6 +2,7 @@
 
 from fsnotes.protocol.registry import (
     App,
+    CreateMessage,
     ElicitForm,
     ElicitURL,
     InputRequest,
@@ -14,6 +15,7 @@ from fsnotes.protocol.registry import (
     RequestContext,
     ResourceNotFound,
     ResourceProvider,
+    ResourceSubscriptions,
     Tool,
     ToolAnnotations,
     ToolError,
@@ -24,6 +26,7 @@ from fsnotes.protocol.registry import (
 
 __all__ = [
     "App",
+    "CreateMessage",
     "ElicitForm",
     "ElicitURL",
     "InputRequest",
@@ -36,6 +39,7 @@ __all__ = [
     "RequestContext",
     "ResourceNotFound",
     "ResourceProvider",
+    "ResourceSubscriptions",
     "Tool",
     "ToolAnnotations",
     "ToolError",

@@ -60,6 +60,10 @@ _log = logging.getLogger("fsnotes.protocol")
 # Methods whose modern requests may carry a retry's inputResponses and requestState (MRTR).
 _RETRYABLE = ("tools/call", "resources/read", "prompts/get")
 
+# Methods 2026-07-28 removed that the handlers serve in the legacy era (D26 changelog 4:
+# subscriptions/listen replaces them).
+_LEGACY_ONLY = ("resources/subscribe", "resources/unsubscribe")
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -117,10 +121,13 @@ class Dispatcher:
         meta = params.get("_meta")
         modern_tagged = isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
         try:
-            if method == "initialize":
-                return self._initialize(request_id, params, session)
+            # A modern-tagged request is served as 2026-07-28 whatever its method (D26
+            # versioning.mdx, dual-era servers), and that revision has no initialize: such an
+            # initialize is -32601 and opens no session.
             if modern_tagged or method == "server/discover":
                 return self._modern(request_id, method, params, principal)
+            if method == "initialize":
+                return self._initialize(request_id, params, session)
             if method == "ping":
                 # Legacy ping is allowed even before initialize (2025-11-25 lifecycle).
                 return Reply({"jsonrpc": "2.0", "id": request_id, "result": {}})
@@ -173,7 +180,8 @@ class Dispatcher:
         """The server capabilities advertised in ``modern`` or legacy shape."""
         caps: JSONObject = {"tools": {} if modern else {"listChanged": False}, "logging": {}}
         if self.app.resources is not None:
-            caps["resources"] = {} if modern else {"subscribe": False, "listChanged": False}
+            subscribe = self.app.subscriptions is not None
+            caps["resources"] = {} if modern else {"subscribe": subscribe, "listChanged": False}
         if self.app.prompts is not None:
             caps["prompts"] = {} if modern else {"listChanged": False}
         if self.app.resources is not None or self.app.prompts is not None:
@@ -216,6 +224,16 @@ class Dispatcher:
             state = params.get("requestState")
             if responses is not None and not isinstance(responses, dict):
                 raise Fault(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+            # S26 InputResponses: each value is an InputResponse (ElicitResult,
+            # CreateMessageResult or ListRootsResult), an object; anything else is malformed.
+            for key, value in (responses or {}).items():
+                if not isinstance(value, dict):
+                    shown = repr(key[: limits.MAX_QUOTED_VALUE_CHARS])
+                    raise Fault(
+                        INVALID_PARAMS,
+                        f"Invalid params: inputResponses[{shown}] must be an object (the "
+                        "result of the input request sent under that key)",
+                    )
             if state is not None and not isinstance(state, str):
                 raise Fault(INVALID_PARAMS, "Invalid params: requestState must be a string")
         if method == "server/discover":
@@ -294,7 +312,7 @@ class Dispatcher:
             body = self.tools.page(params.get("cursor"), modern=era == "modern")
             return Reply(self._result(request_id, era, body))
         handler = self.handlers.table.get(method)
-        if handler is None:
+        if handler is None or (era == "modern" and method in _LEGACY_ONLY):
             # Unknown, removed in this era, or a capability we did not advertise.
             raise Fault(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "tools/call":

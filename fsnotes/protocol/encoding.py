@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from fsnotes.protocol.registry import (
+    CreateMessage,
     ElicitForm,
     ElicitURL,
     InputRequest,
@@ -47,6 +48,11 @@ def tool_result(result: ToolResult) -> JSONObject:
         structured = result.structured.model_dump(mode="json", by_alias=True)
     else:
         structured = result.structured
+    if result.content is not None:
+        body: JSONObject = {"content": list(result.content), "isError": result.is_error}
+        if structured is not None:
+            body["structuredContent"] = structured
+        return body
     text = result.text
     if text is None:
         text = (
@@ -66,6 +72,8 @@ def describe_need(request: InputRequest) -> str:
         return "a form answer (elicitation, form mode)"
     if isinstance(request, ElicitURL):
         return "a visit to a URL (elicitation, URL mode)"
+    if isinstance(request, CreateMessage):
+        return "a completion from the client's model (sampling)"
     return "the client's roots (roots/list)"
 
 
@@ -76,6 +84,8 @@ def required_capabilities(requests: list[InputRequest]) -> JSONObject:
         if isinstance(request, ElicitForm | ElicitURL):
             mode = "form" if isinstance(request, ElicitForm) else "url"
             required.setdefault("elicitation", {})[mode] = {}
+        elif isinstance(request, CreateMessage):
+            required["sampling"] = {}
         else:
             required["roots"] = {}
     return required
@@ -97,10 +107,20 @@ def elicit_params(
     return params
 
 
+def sampling_params(request: CreateMessage) -> JSONObject:
+    """The ``sampling/createMessage`` params of ``request`` (the same in both eras)."""
+    params: JSONObject = {"messages": list(request.messages), "maxTokens": request.max_tokens}
+    if request.system_prompt is not None:
+        params["systemPrompt"] = request.system_prompt
+    return params
+
+
 def legacy_request_of(request: InputRequest) -> tuple[str, JSONObject | None]:
     """The live server-to-client request (method, params) that asks for ``request``."""
     if isinstance(request, ElicitForm | ElicitURL):
         return "elicitation/create", elicit_params(request, era="legacy")
+    if isinstance(request, CreateMessage):
+        return "sampling/createMessage", sampling_params(request)
     return "roots/list", None
 
 
@@ -114,6 +134,11 @@ def encode_input_required(outcome: InputRequired) -> JSONObject:
                 encoded[key] = {
                     "method": "elicitation/create",
                     "params": elicit_params(request, era="modern"),
+                }
+            elif isinstance(request, CreateMessage):
+                encoded[key] = {
+                    "method": "sampling/createMessage",
+                    "params": sampling_params(request),
                 }
             else:
                 encoded[key] = {"method": "roots/list"}

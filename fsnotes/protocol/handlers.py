@@ -144,6 +144,13 @@ def _page(call: Call) -> str | None:
     return cursor
 
 
+def _uri(call: Call) -> str:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise Fault(INVALID_PARAMS, f"Invalid params: {call.method} needs a uri string")
+    return uri
+
+
 def _cache(call: Call, body: JSONObject) -> JSONObject:
     if call.era == "modern":
         body["ttlMs"] = limits.RESOURCES_TTL_MS
@@ -163,6 +170,9 @@ class Handlers:
             table["resources/list"] = self.resources_list
             table["resources/templates/list"] = self.resources_templates
             table["resources/read"] = self.resources_read
+            if app.subscriptions is not None:
+                table["resources/subscribe"] = self.resources_subscribe
+                table["resources/unsubscribe"] = self.resources_unsubscribe
         if app.prompts is not None:
             table["prompts/list"] = self.prompts_list
             table["prompts/get"] = self.prompts_get
@@ -264,6 +274,49 @@ class Handlers:
         if isinstance(outcome, InputUnavailable):
             raise Fault(INTERNAL_ERROR, outcome.text)
         return _cache(call, {"contents": outcome})
+
+    async def resources_subscribe(self, call: Call, channel: Channel) -> JSONObject:
+        subscriptions, session = self.app.subscriptions, call.session
+        assert subscriptions is not None and session is not None  # legacy only (dispatch)
+        uri = _uri(call)
+        if uri in session.subscriptions:
+            return {}  # one subscription per URI and session
+        if len(session.subscriptions) >= limits.MAX_SUBSCRIPTIONS_PER_SESSION:
+            raise Fault(
+                INVALID_PARAMS,
+                f"Invalid params: this session already holds "
+                f"{limits.MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions; unsubscribe from some "
+                "first",
+            )
+        message: JSONObject = {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": uri},
+        }
+
+        async def updated() -> None:
+            if not channel.closed:
+                await channel.send(message)
+
+        # Held before the app is asked, so a concurrent subscribe to the same URI finds it.
+        session.subscriptions[uri] = updated
+        try:
+            await subscriptions.subscribe(call_context(call, channel), uri, updated)
+        except BaseException as exc:
+            session.subscriptions.pop(uri, None)
+            if isinstance(exc, ResourceNotFound):
+                raise Fault(RESOURCE_NOT_FOUND_LEGACY, "Resource not found", {"uri": uri}) from None
+            raise
+        return {}
+
+    async def resources_unsubscribe(self, call: Call, channel: Channel) -> JSONObject:
+        subscriptions, session = self.app.subscriptions, call.session
+        assert subscriptions is not None and session is not None  # legacy only (dispatch)
+        uri = _uri(call)
+        updated = session.subscriptions.pop(uri, None)
+        if updated is not None:
+            await subscriptions.unsubscribe(call_context(call, channel), uri, updated)
+        return {}
 
     async def complete(self, call: Call, channel: Channel) -> JSONObject:
         ref = call.params.get("ref")

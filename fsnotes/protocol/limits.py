@@ -105,6 +105,12 @@ ROOTS_REQUEST_TIMEOUT_S = 10.0
 # needs one or two (confirm, then maybe choose); more means a handler that keeps asking.
 MAX_INPUT_ROUNDS = 8
 
+# Most resource subscriptions one legacy session may hold (2025-11-25 resources/subscribe). Each
+# holds its URI and a sender (a few hundred bytes) until unsubscribed or the session ends; a host
+# subscribes to what its user has open, so a thousand is far beyond any real one while bounding
+# what a client can make the server keep.
+MAX_SUBSCRIPTIONS_PER_SESSION = 1000
+
 # tools/list page size. Our tool list is short; paging still works for any count.
 TOOLS_PAGE_SIZE = 100
 

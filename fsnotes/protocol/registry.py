@@ -179,7 +179,23 @@ class ListRoots:
     """Ask the client for its roots (``roots/list``)."""
 
 
-InputRequest = ElicitForm | ElicitURL | ListRoots
+@dataclass(frozen=True)
+class CreateMessage:
+    """Ask the client's model for a completion (``sampling/createMessage``; needs the client's
+    ``sampling`` capability).
+
+    ``messages`` are SamplingMessage objects (``{"role", "content"}``) sent as given;
+    ``max_tokens`` is the most the model may produce. The answer is a CreateMessageResult
+    (``role``, ``content``, ``model``, ``stopReason``), written by the client or its model:
+    untrusted text. Sampling is deprecated in 2026-07-28 but still served.
+    """
+
+    messages: tuple[JSONObject, ...]
+    max_tokens: int
+    system_prompt: str | None = None
+
+
+InputRequest = ElicitForm | ElicitURL | ListRoots | CreateMessage
 
 
 @dataclass(frozen=True)
@@ -201,12 +217,26 @@ class ToolResult:
     """A complete tool result.
 
     ``structured`` becomes ``structuredContent`` (a model is dumped in JSON mode by alias);
-    ``text`` is the text block, by default the compact JSON of ``structured``.
+    ``text`` is the text block, by default the compact JSON of ``structured``. ``content``
+    instead gives the result's ContentBlocks (text, image, audio, resource_link, resource)
+    as sent, for a tool whose answer is not text alone; each must be an object with a string
+    ``type``, and the handler is then the one to add a text block carrying ``structured``'s
+    JSON if it sends both (the spec's SHOULD for older clients).
     """
 
     structured: BaseModel | JSONObject | None = None
     text: str | None = None
     is_error: bool = False
+    content: Sequence[JSONObject] | None = None
+
+    def __post_init__(self) -> None:
+        if self.content is None:
+            return
+        if self.text is not None:
+            raise ValueError("a ToolResult gives text or content blocks, not both")
+        for block in self.content:
+            if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+                raise ValueError(f"content block without a string type: {block!r}")
 
 
 # --- the per-request context ---------------------------------------------------------------
@@ -302,12 +332,18 @@ class RequestContext:
         """Whether the client declared the ``roots`` capability."""
         return isinstance(self.client_capabilities.get("roots"), Mapping)
 
+    def supports_sampling(self) -> bool:
+        """Whether the client declared the ``sampling`` capability."""
+        return isinstance(self.client_capabilities.get("sampling"), Mapping)
+
     def supports(self, request: InputRequest) -> bool:
         """Whether this request's declared capabilities allow asking for ``request``."""
         if isinstance(request, ElicitForm):
             return self.supports_elicitation("form")
         if isinstance(request, ElicitURL):
             return self.supports_elicitation("url")
+        if isinstance(request, CreateMessage):
+            return self.supports_sampling()
         return self.supports_roots()
 
     async def report_progress(
@@ -419,6 +455,32 @@ class ResourceProvider(Protocol):
         ...
 
 
+class ResourceSubscriptions(Protocol):
+    """Serves the 2025-11-25 ``resources/subscribe`` and ``resources/unsubscribe`` (optional;
+    ``resources.subscribe`` is advertised only when present). 2026-07-28 removed both methods
+    (its subscriptions/listen is not served here).
+
+    The core keeps each session's subscriptions (one per URI, at most
+    ``limits.MAX_SUBSCRIPTIONS_PER_SESSION``) and hands the app, with each, ``updated``: an
+    awaitable that sends ``notifications/resources/updated`` for that URI to the subscribing
+    client (a no-op once it has gone). The app calls it when the resource changes, for as long
+    as it holds it; :meth:`unsubscribe` hands back the same callable to drop.
+    """
+
+    async def subscribe(
+        self, ctx: RequestContext, uri: str, updated: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Start sending ``updated`` changes of ``uri``; :class:`ResourceNotFound` when it names
+        nothing (nothing is subscribed then)."""
+        ...
+
+    async def unsubscribe(
+        self, ctx: RequestContext, uri: str, updated: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Stop: ``updated`` is the callable :meth:`subscribe` was given for ``uri``."""
+        ...
+
+
 class PromptProvider(Protocol):
     """Serves ``prompts/list`` and ``prompts/get`` (optional; not advertised when absent)."""
 
@@ -457,6 +519,8 @@ class App:
     tools: Sequence[Tool[Any, Any]]
     resources: ResourceProvider | None = None
     prompts: PromptProvider | None = None
+    # Legacy resource subscriptions; only with ``resources`` (ignored without it).
+    subscriptions: ResourceSubscriptions | None = None
     # Entered by the transport around serving and left when it stops: for background
     # services that live as long as the server (e.g. the setup page). Its failure on entry
     # stops the server before it reads a message.

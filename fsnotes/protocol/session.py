@@ -34,6 +34,9 @@ class Session:
     # de-duplicate. Bounded in practice by the handlers that ask (the setup flow: a few
     # pending setups per principal).
     completion_notifiers: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
+    # resources/subscribe: the updated-sender handed to the app, by URI (at most
+    # limits.MAX_SUBSCRIPTIONS_PER_SESSION).
+    subscriptions: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
     # roots/list scheduling: a fetch is running; another was asked for meanwhile.
     roots_running: bool = False
     roots_again: bool = False

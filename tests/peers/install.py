@@ -1,12 +1,15 @@
-"""Install the node test peers from package-lock.json (called by `make peers`).
+"""Install the node test peers from their lockfiles (called by `make peers`).
 
-Runs `npm install --no-save` from the lockfile when npm exists and the lockfile changed since
-the last install (a stamp file inside node_modules records the lockfile's hash). Not `npm ci`:
-vite (a dependency of the Inspector) names an optional Windows-only package that the registry
-does not serve, so npm leaves it out of the lockfile and `npm ci` then refuses the lockfile as
-out of sync. `--no-save` installs exactly the locked versions and never rewrites the lockfile;
-`--ignore-scripts` because test peers need no install scripts. Without npm it prints a loud
-reason and exits 0: the node interop tests then skip with the same reason.
+Two package directories, each with its own package-lock.json: this one (the TypeScript SDK
+client, the Inspector and node 22) and conformance/ (the official MCP conformance suite in the
+two versions fsnotes is held to, side by side under npm aliases; run with this directory's node
+22). For each, runs `npm install --no-save` from the lockfile when npm exists and the lockfile
+changed since the last install (a stamp file inside node_modules records the lockfile's hash).
+Not `npm ci`: vite (a dependency of the Inspector) names an optional Windows-only package that
+the registry does not serve, so npm leaves it out of the lockfile and `npm ci` then refuses the
+lockfile as out of sync. `--no-save` installs exactly the locked versions and never rewrites
+the lockfile; `--ignore-scripts` because test peers need no install scripts. Without npm it
+prints a loud reason and exits 0: the node interop tests then skip with the same reason.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LOCK = HERE / "package-lock.json"
-STAMP = HERE / "node_modules" / ".fsnotes-lock-sha256"
+# Package directories, each installed from its own package-lock.json.
+PACKAGE_DIRS = (HERE, HERE / "conformance")
+STAMP_NAME = ".fsnotes-lock-sha256"
 
 
 def main() -> int:
@@ -31,18 +35,25 @@ def main() -> int:
             file=sys.stderr,
         )
         return 0
-    digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text().strip() == digest:
-        print("node test peers up to date")
-        return 0
+    for directory in PACKAGE_DIRS:
+        install(npm, directory)
+    return 0
+
+
+def install(npm: str, directory: Path) -> None:
+    name = directory.relative_to(HERE.parent).as_posix()
+    digest = hashlib.sha256((directory / "package-lock.json").read_bytes()).hexdigest()
+    stamp = directory / "node_modules" / STAMP_NAME
+    if stamp.exists() and stamp.read_text().strip() == digest:
+        print(f"node test peers in {name} up to date")
+        return
     subprocess.run(
         [npm, "install", "--no-save", "--no-audit", "--no-fund", "--ignore-scripts"],
-        cwd=HERE,
+        cwd=directory,
         check=True,
     )
-    STAMP.write_text(digest + "\n")
-    print("node test peers installed")
-    return 0
+    stamp.write_text(digest + "\n")
+    print(f"node test peers in {name} installed")
 
 
 if __name__ == "__main__":

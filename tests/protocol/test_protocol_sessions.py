@@ -249,3 +249,15 @@ async def test_without_a_session_a_legacy_request_is_refused_and_initialize_open
     body = (await dispatcher.respond(served, RecordingChannel()))["result"]["structuredContent"]
     assert (body["era"], body["principal"], body["hinted"]) == ("legacy", "d", True)
     assert body["asksLive"] is True
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel"])
+def test_a_method_2026_removed_is_method_not_found_when_the_request_is_modern(method: str) -> None:
+    # D26 versioning.mdx: "A request carrying modern per-request _meta is served statelessly
+    # according to this revision", and the revision removed initialize, ping and
+    # logging/setLevel (D26 changelog 2, 5). So a modern-tagged initialize opens no session.
+    dispatcher = Dispatcher(build_app())
+    params = {**initialize()["params"], "level": "info", "_meta": meta()}
+    answer = dispatcher.route(5, method, params, session=None, principal="d")
+    assert isinstance(answer, Reply) and answer.opened is None
+    assert answer.message["id"] == 5 and answer.message["error"]["code"] == -32601

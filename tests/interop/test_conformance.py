@@ -1,0 +1,52 @@
+"""The official MCP conformance suite, both versions, against the fixture and the product over
+Streamable HTTP (tests/interop/conformance.py runs them; ``make conformance`` prints the same).
+
+The fixture must pass every scenario each version scores: 37 at 2026-07-28 (0.2.0-alpha.12,
+``--requirements 2026-07-28``) and 30 at 2025-11-25 (0.1.16). The product must pass every
+scenario that needs no test tool, except the checks KNOWN_FAILURES names with its reason, and
+those must still fail exactly so (a list that can go stale is not a list of reasons).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.interop import conformance
+from tests.interop.conformance import PRODUCT_SCENARIOS, SUITES, Run
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
+
+WHY_NOT = conformance.missing()
+if WHY_NOT is not None:
+    pytest.skip(f"conformance suite not runnable: {WHY_NOT}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[dict[tuple[str, str], Run]]:
+    output: list[str] = []
+    done = conformance.run_all(echo=output.append)
+    yield {(run.server, run.suite.revision): run for run in done}
+
+
+def explain(run: Run) -> str:
+    return conformance.report([run])
+
+
+@pytest.mark.parametrize("revision", [s.revision for s in SUITES])
+def test_the_fixture_passes_every_scenario_the_suite_scores(
+    runs: dict[tuple[str, str], Run], revision: str
+) -> None:
+    run = runs[("fixture", revision)]
+    assert run.score() == (run.suite.scored, run.suite.scored), explain(run)
+    assert not run.unexpected(), explain(run)
+
+
+@pytest.mark.parametrize("revision", [s.revision for s in SUITES])
+def test_the_product_passes_every_scenario_that_needs_no_test_tool(
+    runs: dict[tuple[str, str], Run], revision: str
+) -> None:
+    run = runs[("product", revision)]
+    assert sorted(run.outcomes) == sorted(PRODUCT_SCENARIOS[revision]), explain(run)
+    assert not run.unexpected(), explain(run)
