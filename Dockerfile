@@ -12,13 +12,21 @@
 # IMAGE grant ..., with the server's mounts, FSNOTES_WORKSPACE, FSNOTES_SETUP_ALLOW and
 # FSNOTES_PRINCIPAL (the default workspace /notes would overlap every folder below it).
 #
+# Over Streamable HTTP (README, "Over HTTP"): make a token with the image, then serve on all
+# container interfaces, published on the host's loopback only:
+#   docker run --rm ... -v "$HOME/.local/state/fsnotes:/state" --entrypoint fsnotes IMAGE \
+#     token add --principal ada
+#   docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges \
+#     --user "$(id -u):$(id -g)" -p 127.0.0.1:8080:8080 -e FSNOTES_HTTP=0.0.0.0:8080 \
+#     -e FSNOTES_HTTP_EXPOSE=1 -e FSNOTES_PRINCIPAL=ada -v ... IMAGE
+#
 # BASE_IMAGE: any Debian-like image with python3 >= 3.11. CI overrides it with a local
 # debootstrap + `docker import` image because no registry is reachable there.
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 # --- stage 1: build the fsnotes wheel and install it with its runtime deps into a venv
-# (with the [setup] extra: the setup page's HTTP stack, imported only when a setup
-# allowlist is configured)
+# (with the [setup] and [http] extras: the setup page's and the HTTP transport's stack,
+# imported only when a setup allowlist or --http is configured)
 FROM ${BASE_IMAGE} AS wheels
 COPY . /src
 # Offline when the context carries wheels/ (prepared by .ci/docker.sh): Debian's python3
@@ -31,11 +39,11 @@ RUN set -eu; \
         pip_whl=$(ls /src/wheels/pip-*.whl); \
         pip="/opt/venv/bin/python $pip_whl/pip"; \
         $pip wheel -q --no-index --find-links /src/wheels --no-deps -w /tmp/dist /src; \
-        $pip install -q --no-index --find-links /src/wheels --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup]"; \
+        $pip install -q --no-index --find-links /src/wheels --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup,http]"; \
     else \
         python3 -m venv --without-pip /opt/venv; \
         python3 -m pip wheel -q --no-deps -w /tmp/dist /src; \
-        python3 -m pip --python /opt/venv/bin/python install -q --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup]"; \
+        python3 -m pip --python /opt/venv/bin/python install -q --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup,http]"; \
     fi; \
     /opt/venv/bin/python -m compileall -q /opt/venv/lib
 
