@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from sandbox import errors as sx
 from sandbox.root import FileInfo
@@ -41,10 +42,12 @@ from .index import (
 from .markdown import analyse
 from .query import Term, to_match
 from .scan import Progress, Scanner, ScanReport
-from .schema import TIER_COLUMNS, Document, Row, key_of, scope_token
+from .schema import TIER_COLUMNS, Document, Row, key_of, scope_token, where_token
 from .store import NoteStore, stem_of
 
 log = logging.getLogger("fsnotes.index")
+
+T = TypeVar("T")
 
 Components = tuple[str, ...]
 
@@ -195,16 +198,22 @@ class Catalog:
     # --- queries -----------------------------------------------------------------------------
 
     def page(
-        self, folder: Components, after: Components | None, limit: int, tag: str | None = None
+        self,
+        folder: Components,
+        after: Components | None,
+        limit: int,
+        tag: str | None = None,
+        where: Sequence[tuple[str, str]] = (),
     ) -> Page:
-        """Up to ``limit`` notes below ``folder`` (tag-filtered) in path order after ``after``."""
+        """Up to ``limit`` notes below ``folder`` (filtered by tag and by the frontmatter
+        pairs ``where``, see fsnotes.notes.where) in path order after ``after``."""
         want = tag.strip().lstrip("#").casefold() if tag else None
         with self._guard():
             # Status first: an index said complete was complete before the rows were read
             # (read after, a build finishing meanwhile would vouch for an older page).
             status = self.status()
             for attempt in range(MAX_VERIFY_ROUNDS):
-                rows = self.index.page(folder, after, limit + 1, want)
+                rows = self.index.page(folder, after, limit + 1, want, where)
                 checked = rows[:limit]  # the one more row only tells whether more follow
                 stale = self._stale(checked)
                 if not stale:
@@ -216,12 +225,18 @@ class Catalog:
         return Page(rows=checked, more=len(rows) > limit, status=status, last=last)
 
     def search(
-        self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
+        self,
+        terms: Sequence[Term],
+        folder: Components,
+        tag: str | None,
+        limit: int,
+        where: Sequence[tuple[str, str]] = (),
     ) -> Found:
         scope = [scope_token("f", key_of(folder))] if folder else []
         want = tag.strip().lstrip("#").casefold() if tag else ""
         if want:
             scope.append(scope_token("t", want))
+        scope.extend(where_token(key, value) for key, value in where)
         scoped = [f'{{scope}} : "{token}"' for token in scope]  # ours, never the caller's
         match = " AND ".join([to_match(list(terms)), *scoped])
         tiers = [
@@ -283,6 +298,19 @@ class Catalog:
             for parts in gone:
                 self.scanner.refresh(parts)
         return [p for p in paths if p not in gone], total - len(gone)
+
+    def read(self, fn: Callable[[NoteIndex], T]) -> T:
+        """One read of the index by ``fn`` (its problems as CatalogUnavailable)."""
+        with self._guard():
+            return fn(self.index)
+
+    def check(self, rows: Sequence[Row]) -> list[Row]:
+        """The rows that no longer match their files, each re-indexed from its file (or
+        dropped) before this returns: a caller that got any asks the index again."""
+        with self._guard():
+            stale = self._stale(rows)
+            self._refresh(stale)
+        return stale
 
     def _is_note(self, parts: Components) -> bool:
         try:

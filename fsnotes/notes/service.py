@@ -25,6 +25,7 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 
 from ..security.grants import Access, Grants, NotGranted, Workspace
+from . import relink
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
 from .index import IndexProblem
 from .indexer import Catalogs
@@ -42,6 +43,7 @@ from .models import (
     NoteSummary,
     SearchHit,
     Snippet,
+    WhereValue,
     WorkspaceOut,
     WorkspacesListResult,
     WriteResult,
@@ -50,6 +52,7 @@ from .query import QueryError
 from .query import parse as parse_query
 from .schema import Row
 from .store import Note, NoteError, NoteStore, display, iso_time
+from .where import conditions
 
 log = logging.getLogger("fsnotes.notes")
 
@@ -197,6 +200,7 @@ class Notes:
         tag: str | None,
         cursor: str | None,
         limit: int | None,
+        where: Mapping[str, WhereValue] | None = None,
     ) -> NotesListResult:
         ws = self.workspace(workspace_uri, Access.READ)
         loc = self.relative(ws, folder or "", allow_empty=True)
@@ -205,7 +209,7 @@ class Notes:
         limit = min(limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
         catalog = self.catalog(loc, fresh=True)
         with _unavailable():
-            page = catalog.page(loc.parts, after, limit, tag)
+            page = catalog.page(loc.parts, after, limit, tag, conditions(where))
         next_cursor = encode_cursor(page.last) if page.more and page.last else None
         return NotesListResult(
             notes=[_summary(ws, row) for row in page.rows],
@@ -252,6 +256,7 @@ class Notes:
         folder: str | None,
         tag: str | None,
         limit: int | None,
+        where: Mapping[str, WhereValue] | None = None,
     ) -> NotesSearchResult:
         ws = self.workspace(workspace_uri, Access.READ)
         loc = self.relative(ws, folder or "", allow_empty=True)
@@ -263,7 +268,7 @@ class Notes:
         limit = min(limit or DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT)
         catalog = self.catalog(loc, fresh=True)
         with _unavailable():
-            found = catalog.search(terms, loc.parts, tag, limit)
+            found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
         results = [
             SearchHit(
                 uri=lexical.to_file_uri(ws.components + hit.row.parts),
@@ -329,17 +334,28 @@ class Notes:
         self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
         return WriteResult(uri=loc.uri, path=display(loc.parts), etag=new_etag, size=info.size)
 
-    def notes_move(self, uri: str, new_path: str, etag: str | None) -> MoveResult:
+    def notes_move(
+        self, uri: str, new_path: str, etag: str | None, update_links: bool = True
+    ) -> MoveResult:
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
+        # Where every affected link points, from the index, before anything moves (see
+        # fsnotes.notes.relink); the notes holding them are rewritten after the move.
+        plan = relink.plan_move(self, loc, dst) if update_links else None
         try:
             moved_etag, _info = loc.store.move(loc.parts, dst.parts, expect_etag=etag)
         except (sx.SandboxError, NoteError) as exc:
             failing = dst.parts if isinstance(exc, sx.AlreadyExists) else loc.parts
             raise ServiceError(explain(exc, failing)) from None
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
+        updated, skipped = relink.apply_move(self, loc, dst, plan) if plan else ([], [])
         return MoveResult(
-            uri=dst.uri, path=display(dst.parts), previousUri=loc.uri, etag=moved_etag
+            uri=dst.uri,
+            path=display(dst.parts),
+            previousUri=loc.uri,
+            etag=next((u.etag for u in updated if u.uri == dst.uri), moved_etag),
+            linksUpdated=updated,
+            linksNotUpdated=skipped,
         )
 
     # --- helpers -------------------------------------------------------------------------
