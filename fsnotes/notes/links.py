@@ -213,11 +213,10 @@ class Target:
 
     @property
     def mode(self) -> str:
-        """What the index stores: 'name' or 'path' (a note link), 'other' (an attachment),
-        'outside' or 'invalid'."""
-        if self.problem is not None:
-            return self.problem
-        return "other" if self.attachment else self.style
+        """What the index stores: the style ('name' or 'path'; whether it names an
+        attachment follows from the last component), or the problem ('outside',
+        'invalid')."""
+        return self.problem if self.problem is not None else self.style
 
 
 def _finish(style: Style, parts: Components, extensions: Sequence[str]) -> Target:
