@@ -231,6 +231,8 @@ def apply_move(
         done.append(
             LinkRewrite(uri=uri, path=display(parts), links=result.changed, etag=written.etag)
         )
+    done.sort(key=lambda r: r.path)
+    skipped.sort(key=lambda r: r.path)
     if skipped:
         log.info("move of %s: %d link rewrite(s) not done", display(plan.src), len(skipped))
     return done, skipped
