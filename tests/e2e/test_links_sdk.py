@@ -50,9 +50,7 @@ async def _session(workspace: Path, state: Path, era: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_links_tags_where_and_a_relinking_move_through_the_sdk(
-    tmp_path: Path, era: str
-) -> None:
+def test_links_tags_where_and_a_relinking_move_through_the_sdk(tmp_path: Path, era: str) -> None:
     workspace = tmp_path / "notes"
     for rel, text in NOTES.items():
         (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
