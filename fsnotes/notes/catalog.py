@@ -55,6 +55,11 @@ Components = tuple[str, ...]
 # re-indexed and the page is asked again, at most this many times (then stale rows are
 # dropped from the answer, never returned).
 MAX_VERIFY_ROUNDS = 3
+# A WriteBatch writes its notes once it holds this many (a transaction of the scanner's size,
+# see fsnotes.notes.scan.BATCH) or this much text (so that a batch of large notes does not
+# hold them all in memory until the end).
+BATCH_NOTES = 1000
+BATCH_BYTES = 32 * 1024 * 1024
 
 
 class CatalogUnavailable(Exception):
@@ -113,6 +118,31 @@ class _Local:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class WriteBatch:
+    """Index writes of this process's own note writes, collected by :meth:`Catalog.batched`
+    (from any number of threads) and written a transaction at a time."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._docs: list[Document] = []
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, doc: Document) -> None:
+        with self._lock:
+            self._docs.append(doc)
+            self._bytes += len(doc.meta.body)
+            full = len(self._docs) >= BATCH_NOTES or self._bytes >= BATCH_BYTES
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            docs, self._docs, self._bytes = self._docs, [], 0
+        if docs:
+            self.catalog._quietly(lambda: self.catalog.index.upsert(docs), docs[0].parts)
+
+
 class Catalog:
     """The notes of one workspace as the index knows them, checked against the files."""
 
@@ -124,6 +154,7 @@ class Catalog:
         self.on_folder: Callable[[Components], None] | None = None
         self.scanner = Scanner(store, index, base, on_folder=self._folder_seen)
         self._local = _Local()
+        self._batching = threading.local()
 
     def _folder_seen(self, parts: Components) -> None:
         if self.on_folder is not None:
@@ -337,9 +368,27 @@ class Catalog:
     # --- the server's own writes -------------------------------------------------------------
 
     def wrote(self, parts: Components, text: str, etag: str, info: FileInfo) -> None:
-        """A note this process just created or replaced with ``text`` (``info``: its stat)."""
+        """A note this process just created or replaced with ``text`` (``info``: its stat).
+        Inside :meth:`batched` (on this thread), it is written with the batch instead."""
         doc = Document(parts, info, etag, analyse(text, stem_of(parts[-1])))
+        batch: WriteBatch | None = getattr(self._batching, "batch", None)
+        if batch is not None and batch.catalog is self:
+            batch.add(doc)
+            return
         self._quietly(lambda: self.index.upsert([doc]), parts)
+
+    @contextlib.contextmanager
+    def batched(self, batch: WriteBatch) -> Iterator[None]:
+        """While it lasts, this thread's :meth:`wrote` calls go to ``batch`` (many writes of
+        one operation, such as a move's link rewrites, in a few index transactions rather
+        than one each). Until the batch is written, those notes' rows are stale, and the
+        check against the files before every answer re-reads them: never wrong, just
+        slower for a moment."""
+        self._batching.batch = batch
+        try:
+            yield
+        finally:
+            self._batching.batch = None
 
     def removed(self, parts: Components) -> None:
         self._quietly(lambda: self.index.delete([parts]), parts)

@@ -335,7 +335,9 @@ def render_path(occ: Occurrence, linker: Components, parts: Components) -> str:
     ``linker``) name ``parts``, in the link's own form: a leading './' kept; for Markdown,
     spaces, non-ASCII characters and angle brackets written as the original wrote them."""
     text = relative_text(linker[:-1], parts)
-    if occ.target.startswith("./") and not text.startswith("../"):
+    # A wikilink is relative only with a leading './' or '../' (without, it is a name).
+    relative_wikilink = occ.kind == "wikilink"
+    if (occ.target.startswith("./") or relative_wikilink) and not text.startswith("../"):
         text = "./" + text
     if occ.kind == "wikilink":
         return text

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,7 @@ from sandbox import errors as sx
 from sandbox import uri as lexical
 
 from . import links as rules
-from .catalog import CatalogUnavailable
+from .catalog import CatalogUnavailable, WriteBatch
 from .linkgraph import candidates, linking
 from .markdown import split_frontmatter
 from .models import LinkRewrite, LinkSkip
@@ -62,6 +63,12 @@ Components = tuple[str, ...]
 # notes (benchmarks/bench_links.py), so 5,000 take 10-15 s, within the minute hosts give a
 # tool call. A move that would need more is refused before anything changes.
 MAX_LINK_REWRITES = 5_000
+# Notes rewritten at once. A rewrite waits mostly on its two fsyncs (the note, its folder),
+# and the disk commits concurrent ones together: measured here, 1 writer took 8.3 ms a
+# note, 4 took 0.9 ms, 8 took 0.55 ms. Four keep most of that while bounding memory: each
+# holds one note being rewritten (about 17 MiB for a 4 MiB note, see the README's memory
+# figures), and the server's other blocking steps go on beside them.
+REWRITE_WORKERS = 4
 
 
 @dataclass
@@ -133,16 +140,23 @@ class Rewrite:
 
 
 def rewrite(
-    text: str, plan: MovePlan, holder_before: Components, extensions: Sequence[str]
+    text: str,
+    plan: MovePlan,
+    holder_before: Components,
+    extensions: Sequence[str],
+    refs: Sequence[rules.Occurrence] | None = None,
 ) -> Rewrite:
     """``text`` (the note that was at ``holder_before``) with its links rewritten for the
-    move ``plan`` describes (see the module docstring)."""
+    move ``plan`` describes (see the module docstring). ``refs``: its links, when already
+    parsed from exactly this text."""
     moved = holder_before == plan.src
     holder = plan.dst if moved else holder_before
-    _front, body, _start = split_frontmatter(text)
+    if refs is None:
+        _front, body, _start = split_frontmatter(text)
+        refs = rules.occurrences(body, len(text) - len(body))
     edits: list[tuple[int, int, str]] = []
     problems: list[str] = []
-    for occ in rules.occurrences(body, len(text) - len(body)):
+    for occ in refs:
         target = rules.classify(occ, holder_before, extensions)
         if target.problem is not None:
             continue  # outside the workspace or undecodable: nothing to keep pointing at
@@ -204,38 +218,54 @@ def _path_to_note(
 def apply_move(
     notes: Notes, loc: Located, dst: Located, plan: MovePlan
 ) -> tuple[list[LinkRewrite], list[LinkSkip]]:
-    """Rewrite, after the move, every note ``plan`` names and the moved note itself."""
-    from .service import ServiceError, explain
+    """Rewrite, after the move, every note ``plan`` names and the moved note itself (a few
+    at a time, their index writes batched), and say what was done and what was not."""
+    catalog = notes.catalog(loc)
+    batch = WriteBatch(catalog)
 
-    extensions = loc.store.extensions
+    def one(parts: Components) -> tuple[LinkRewrite | None, list[LinkSkip]]:
+        with catalog.batched(batch):
+            return _rewrite_one(notes, loc, plan, parts)
+
     done: list[LinkRewrite] = []
     skipped: list[LinkSkip] = []
-    for parts in [plan.dst, *plan.linkers]:
-        uri = lexical.to_file_uri(loc.workspace.components + parts)
-        try:
-            note = loc.store.read(parts)
-        except (sx.SandboxError, NoteError) as exc:
-            skipped.append(LinkSkip(uri=uri, path=display(parts), reason=explain(exc, parts)))
-            continue
-        holder_before = plan.src if parts == plan.dst else parts
-        result = rewrite(note.text, plan, holder_before, extensions)
-        for problem in result.problems:
-            skipped.append(LinkSkip(uri=uri, path=display(parts), reason=problem))
-        if not result.changed:
-            continue
-        try:
-            written = notes.notes_update(uri, content=result.text, edits=None, etag=note.etag)
-        except (ServiceError, CatalogUnavailable) as exc:
-            skipped.append(LinkSkip(uri=uri, path=display(parts), reason=str(exc)))
-            continue
-        done.append(
-            LinkRewrite(uri=uri, path=display(parts), links=result.changed, etag=written.etag)
-        )
+    try:
+        with ThreadPoolExecutor(REWRITE_WORKERS, thread_name_prefix="fsnotes-relink") as pool:
+            for rewritten, problems in pool.map(one, [plan.dst, *plan.linkers]):
+                if rewritten is not None:
+                    done.append(rewritten)
+                skipped.extend(problems)
+    finally:
+        batch.flush()
     done.sort(key=lambda r: r.path)
     skipped.sort(key=lambda r: r.path)
     if skipped:
         log.info("move of %s: %d link rewrite(s) not done", display(plan.src), len(skipped))
     return done, skipped
+
+
+def _rewrite_one(
+    notes: Notes, loc: Located, plan: MovePlan, parts: Components
+) -> tuple[LinkRewrite | None, list[LinkSkip]]:
+    from .service import ServiceError, explain
+
+    uri = lexical.to_file_uri(loc.workspace.components + parts)
+    try:
+        note = loc.store.read(parts)
+    except (sx.SandboxError, NoteError) as exc:
+        return None, [LinkSkip(uri=uri, path=display(parts), reason=explain(exc, parts))]
+    holder_before = plan.src if parts == plan.dst else parts
+    result = rewrite(note.text, plan, holder_before, loc.store.extensions, note.meta.refs)
+    skipped = [LinkSkip(uri=uri, path=display(parts), reason=p) for p in result.problems]
+    if not result.changed:
+        return None, skipped
+    try:
+        written = notes.notes_update(uri, content=result.text, edits=None, etag=note.etag)
+    except (ServiceError, CatalogUnavailable) as exc:
+        return None, [*skipped, LinkSkip(uri=uri, path=display(parts), reason=str(exc))]
+    return LinkRewrite(
+        uri=uri, path=display(parts), links=result.changed, etag=written.etag
+    ), skipped
 
 
 __all__ = ["MAX_LINK_REWRITES", "MovePlan", "Rewrite", "apply_move", "plan_move", "rewrite"]

@@ -150,6 +150,7 @@ def test_render_name_keeps_the_form_and_adds_folders_only_to_tell_notes_apart() 
         ("[t](café.md)", ("n.md",), ("thé.md",), "thé.md"),
         ("[[./a]]", ("d", "n.md"), ("d", "e", "b"), "./e/b"),
         ("[[../a]]", ("d", "n.md"), ("b",), "../b"),
+        ("[[../a]]", ("d", "n.md"), ("d", "b"), "./b"),  # still relative, not a name
     ],
 )
 def test_render_path_recomputes_relative_to_the_holder_in_the_links_own_encoding(
