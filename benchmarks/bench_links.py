@@ -92,9 +92,14 @@ def check_links(root: Path, linkers: list[Path], old: Path, new: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    source = Path(args.source) if args.source else CACHE / f"vault-{args.notes}"
+    if args.source:  # someone else's copy: read its facts, never (re)generate into it
+        source = Path(args.source)
+        facts = json.loads((source / vault.MARKER).read_text())
+        args.notes = int(facts["count"])
+    else:
+        source = CACHE / f"vault-{args.notes}"
+        facts = vault.generate(source, args.notes)
     print(f"vault: {source} ({args.notes:,} notes)", flush=True)
-    facts = vault.generate(source, args.notes)
     result: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine(),
