@@ -120,7 +120,9 @@ class _Local:
 
 class WriteBatch:
     """Index writes of this process's own note writes, collected by :meth:`Catalog.batched`
-    (from any number of threads) and written a transaction at a time."""
+    (from any number of threads) and written a transaction at a time by :meth:`flush`,
+    which the thread that owns the batch calls (whenever :attr:`full`, and at the end): a
+    helper thread never opens an index connection of its own."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -132,9 +134,11 @@ class WriteBatch:
         with self._lock:
             self._docs.append(doc)
             self._bytes += len(doc.meta.body)
-            full = len(self._docs) >= BATCH_NOTES or self._bytes >= BATCH_BYTES
-        if full:
-            self.flush()
+
+    @property
+    def full(self) -> bool:
+        with self._lock:
+            return len(self._docs) >= BATCH_NOTES or self._bytes >= BATCH_BYTES
 
     def flush(self) -> None:
         with self._lock:

@@ -35,9 +35,10 @@ pointing to the old path (each note is whole, old or new).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -230,12 +231,26 @@ def apply_move(
 
     done: list[LinkRewrite] = []
     skipped: list[LinkSkip] = []
+    todo = iter([plan.dst, *plan.linkers])
+    running: set[Future[tuple[LinkRewrite | None, list[LinkSkip]]]] = set()
     try:
         with ThreadPoolExecutor(REWRITE_WORKERS, thread_name_prefix="fsnotes-relink") as pool:
-            for rewritten, problems in pool.map(one, [plan.dst, *plan.linkers]):
-                if rewritten is not None:
-                    done.append(rewritten)
-                skipped.extend(problems)
+            # A few rewrites ahead of the workers, never the whole list: what is in flight
+            # (and in the batch, written from this thread whenever it fills) stays bounded.
+            for parts in itertools.islice(todo, 2 * REWRITE_WORKERS):
+                running.add(pool.submit(one, parts))
+            while running:
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    rewritten, problems = future.result()
+                    if rewritten is not None:
+                        done.append(rewritten)
+                    skipped.extend(problems)
+                    following = next(todo, None)
+                    if following is not None:
+                        running.add(pool.submit(one, following))
+                if batch.full:
+                    batch.flush()
     finally:
         batch.flush()
     done.sort(key=lambda r: r.path)

@@ -233,3 +233,26 @@ def test_rewrites_go_through_notes_update(
     moved = acting(server).notes_move(uri(vault, "projects/budget.md"), "money/costs.md", None)
     assert (uri(vault, "a.md"), etag_a) in calls
     assert sorted(c[0] for c in calls) == [u.uri for u in moved.linksUpdated]
+
+
+def test_rewrite_helpers_open_no_index_connections_of_their_own(
+    server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The helper threads of a rewrite end with the move; an index connection one of them
+    # opened would stay open until the index is next replaced (one more per move). Every
+    # index write of a rewrite happens on the calling thread, however full the batch gets.
+    from fsnotes.notes import catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "BATCH_NOTES", 1)
+    for i in range(12):
+        write(vault, f"l/{i}.md", "[[projects/budget]]\n")
+    notes = acting(server)
+    notes.notes_list(None, None, None, None, 1)
+    connections = server.catalogs.current()[0].index._conns
+    before = len(connections._owners)
+    here, there = "projects/budget.md", "money/costs.md"
+    for _ in range(3):
+        moved = notes.notes_move(uri(vault, here), there, None)
+        assert len(moved.linksUpdated) == 13
+        here, there = there, here
+    assert len(connections._owners) == before
