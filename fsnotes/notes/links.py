@@ -267,8 +267,10 @@ def _path_target(linker: Components, text: str, extensions: Sequence[str]) -> Ta
 
 def from_row(mode: str, want: str, extensions: Sequence[str]) -> Target:
     """The target the index stored as (``mode``, ``want``)."""
-    if mode in ("outside", "invalid"):
-        return Target("path", (), problem=mode)  # type: ignore[arg-type]
+    if mode == "outside":
+        return Target("path", (), problem="outside")
+    if mode == "invalid":
+        return Target("path", (), problem="invalid")
     parts = tuple(want.split("/")) if want else ()
     style: Style = "name" if mode == "name" else "path"
     return _finish(style, parts, extensions)

@@ -18,6 +18,7 @@ from . import links as rules
 from .catalog import Catalog
 from .models_links import (
     Backlink,
+    LinkStatus,
     NotesLinksResult,
     NotesTagsResult,
     OutgoingLink,
@@ -27,7 +28,7 @@ from .service import Notes, ServiceError, _unavailable, index_info
 from .store import display
 
 
-def _status(target: rules.Target, resolved: rules.Components | None) -> str:
+def _status(target: rules.Target, resolved: rules.Components | None) -> LinkStatus:
     if target.problem == "outside":
         return "outside"
     if target.attachment:
@@ -56,7 +57,7 @@ def notes_links(notes: Notes, uri: str) -> NotesLinksResult:
                 embed=link.occurrence.embed,
                 target=link.occurrence.target,
                 heading=link.occurrence.heading,
-                status=_status(target, resolved),  # type: ignore[arg-type]
+                status=_status(target, resolved),
                 uri=lexical.to_file_uri(base + resolved) if resolved else None,
                 path=display(shown) if shown else None,
                 count=link.count,

@@ -14,12 +14,15 @@ class NotesLinksArgs(_Args):
     uri: str = Field(description="The note's file:// URI.")
 
 
+LinkStatus = Literal["note", "broken", "other", "outside"]
+
+
 class OutgoingLink(BaseModel):
     type: Literal["wikilink", "markdown"]
     embed: bool = Field(description="![[...]] or ![...](...): shown inside the note.")
     target: str = Field(description="The target as written (without #heading or |alias).")
     heading: str | None = Field(default=None, description="The #heading (or fragment) part.")
-    status: Literal["note", "broken", "other", "outside"] = Field(
+    status: LinkStatus = Field(
         description="note: resolved (uri, path); broken: no note matches; other: a file "
         "that is not a note (an image, a PDF: not checked); outside: leaves the workspace."
     )

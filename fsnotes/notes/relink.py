@@ -61,9 +61,9 @@ Components = tuple[str, ...]
 
 # Notes one move rewrites at most. Each rewrite is a whole-note atomic write (temp file,
 # fsync, rename, directory fsync) and the note parsed again for the index: measured here
-# at 100k notes (benchmarks/bench_links.py), 1,003 notes took 7.5 to 15 s (about 10 ms a
-# note, four at a time), so 2,000 take about 20 to 30 s, within the minute hosts give a
-# tool call. A move that would need more is refused before anything changes.
+# at 100k notes (benchmarks/bench_links.py, two runs), 1,003 notes took 7.5 to 15.1 s (10
+# to 12 ms a note, four at a time), so 2,000 take about 20 to 30 s, within the minute hosts
+# give a tool call. A move that would need more is refused before anything changes.
 MAX_LINK_REWRITES = 2_000
 # Notes rewritten at once. A rewrite waits mostly on its two fsyncs (the note, its folder),
 # and the disk commits concurrent ones together: measured here, 1 writer took 8.3 ms a

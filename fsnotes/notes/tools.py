@@ -45,6 +45,7 @@ from .models import (
     WriteResult,
 )
 from .models_links import NotesLinksArgs, NotesLinksResult, NotesTagsArgs, NotesTagsResult
+from .relink import MAX_LINK_REWRITES
 from .service import Notes, NotesService, ServiceError
 
 T = TypeVar("T")
@@ -218,10 +219,11 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             title="Move a note",
             description="Move or rename a note within its workspace; never overwrites. With "
             "updateLinks (default true) every link that pointed to the note is rewritten to "
-            "keep pointing to it (and links that would now point to it by mistake, and its own "
-            "relative links), keeping each link's form (alias, #heading, extension or not, "
-            "relative path); each rewritten note is an etag-checked atomic write, listed in "
-            "linksUpdated; a note that could not be rewritten is listed in linksNotUpdated.",
+            "keep pointing to it, as are links to other notes that its new name would capture "
+            "and its own relative links, each keeping its form (alias, #heading, extension or "
+            "not, relative path); each rewritten note is an etag-checked atomic write, listed in "
+            "linksUpdated; a note that could not be rewritten is listed in linksNotUpdated. A "
+            f"move that would rewrite more than {MAX_LINK_REWRITES:,} notes is refused.",
             input_model=NotesMoveArgs,
             output_model=MoveResult,
             annotations=ToolAnnotations(title="Move a note", destructive=True),
