@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from sandbox import errors as sx
 from sandbox.root import FileInfo
@@ -42,10 +43,12 @@ from .index import (
 from .markdown import analyse
 from .query import Term, to_match
 from .scan import Progress, Scanner, ScanReport
-from .schema import TIER_COLUMNS, Document, Row, key_of, scope_token
+from .schema import TIER_COLUMNS, Document, Row, key_of, scope_token, where_token
 from .store import NoteStore, stem_of
 
 log = logging.getLogger("fsnotes.index")
+
+T = TypeVar("T")
 
 Components = tuple[str, ...]
 
@@ -53,6 +56,11 @@ Components = tuple[str, ...]
 # re-indexed and the page is asked again, at most this many times (then stale rows are
 # dropped from the answer, never returned).
 MAX_VERIFY_ROUNDS = 3
+# A WriteBatch writes its notes once it holds this many (a transaction of the scanner's size,
+# see fsnotes.notes.scan.BATCH) or this much text (so that a batch of large notes does not
+# hold them all in memory until the end).
+BATCH_NOTES = 1000
+BATCH_BYTES = 32 * 1024 * 1024
 
 
 class CatalogUnavailable(Exception):
@@ -118,6 +126,35 @@ class _Local:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class WriteBatch:
+    """Index writes of this process's own note writes, collected by :meth:`Catalog.batched`
+    (from any number of threads) and written a transaction at a time by :meth:`flush`,
+    which the thread that owns the batch calls (whenever :attr:`full`, and at the end): a
+    helper thread never opens an index connection of its own."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._docs: list[Document] = []
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, doc: Document) -> None:
+        with self._lock:
+            self._docs.append(doc)
+            self._bytes += len(doc.meta.body)
+
+    @property
+    def full(self) -> bool:
+        with self._lock:
+            return len(self._docs) >= BATCH_NOTES or self._bytes >= BATCH_BYTES
+
+    def flush(self) -> None:
+        with self._lock:
+            docs, self._docs, self._bytes = self._docs, [], 0
+        if docs:
+            self.catalog._quietly(lambda: self.catalog.index.upsert(docs), docs[0].parts)
+
+
 class Catalog:
     """The notes of one workspace as the index knows them, checked against the files."""
 
@@ -129,6 +166,7 @@ class Catalog:
         self.on_folder: Callable[[Components], None] | None = None
         self.scanner = Scanner(store, index, base, on_folder=self._folder_seen)
         self._local = _Local()
+        self._batching = threading.local()
 
     def _folder_seen(self, parts: Components) -> None:
         if self.on_folder is not None:
@@ -203,16 +241,22 @@ class Catalog:
     # --- queries -----------------------------------------------------------------------------
 
     def page(
-        self, folder: Components, after: Components | None, limit: int, tag: str | None = None
+        self,
+        folder: Components,
+        after: Components | None,
+        limit: int,
+        tag: str | None = None,
+        where: Sequence[tuple[str, str]] = (),
     ) -> Page:
-        """Up to ``limit`` notes below ``folder`` (tag-filtered) in path order after ``after``."""
+        """Up to ``limit`` notes below ``folder`` (filtered by tag and by the frontmatter
+        pairs ``where``, see fsnotes.notes.where) in path order after ``after``."""
         want = tag.strip().lstrip("#").casefold() if tag else None
         with self._guard():
             # Status first: an index said complete was complete before the rows were read
             # (read after, a build finishing meanwhile would vouch for an older page).
             status = self.status()
             for attempt in range(MAX_VERIFY_ROUNDS):
-                rows = self.index.page(folder, after, limit + 1, want)
+                rows = self.index.page(folder, after, limit + 1, want, where)
                 checked = rows[:limit]  # the one more row only tells whether more follow
                 stale = self._stale(checked)
                 if not stale:
@@ -224,12 +268,18 @@ class Catalog:
         return Page(rows=checked, more=len(rows) > limit, status=status, last=last)
 
     def search(
-        self, terms: Sequence[Term], folder: Components, tag: str | None, limit: int
+        self,
+        terms: Sequence[Term],
+        folder: Components,
+        tag: str | None,
+        limit: int,
+        where: Sequence[tuple[str, str]] = (),
     ) -> Found:
         scope = [scope_token("f", key_of(folder))] if folder else []
         want = tag.strip().lstrip("#").casefold() if tag else ""
         if want:
             scope.append(scope_token("t", want))
+        scope.extend(where_token(key, value) for key, value in where)
         scoped = [f'{{scope}} : "{token}"' for token in scope]  # ours, never the caller's
         match = " AND ".join([to_match(list(terms)), *scoped])
         tiers = [
@@ -345,6 +395,19 @@ class Catalog:
         except sx.SandboxError:
             return False
 
+    def read(self, fn: Callable[[NoteIndex], T]) -> T:
+        """One read of the index by ``fn`` (its problems as CatalogUnavailable)."""
+        with self._guard():
+            return fn(self.index)
+
+    def check(self, rows: Sequence[Row]) -> list[Row]:
+        """The rows that no longer match their files, each re-indexed from its file (or
+        dropped) before this returns: a caller that got any asks the index again."""
+        with self._guard():
+            stale = self._stale(rows)
+            self._refresh(stale)
+        return stale
+
     def _is_note(self, parts: Components) -> bool:
         try:
             return self.store.root.stat(parts).kind == "file"
@@ -370,9 +433,27 @@ class Catalog:
     # --- the server's own writes -------------------------------------------------------------
 
     def wrote(self, parts: Components, text: str, etag: str, info: FileInfo) -> None:
-        """A note this process just created or replaced with ``text`` (``info``: its stat)."""
+        """A note this process just created or replaced with ``text`` (``info``: its stat).
+        Inside :meth:`batched` (on this thread), it is written with the batch instead."""
         doc = Document(parts, info, etag, analyse(text, stem_of(parts[-1])))
+        batch: WriteBatch | None = getattr(self._batching, "batch", None)
+        if batch is not None and batch.catalog is self:
+            batch.add(doc)
+            return
         self._quietly(lambda: self.index.upsert([doc]), parts)
+
+    @contextlib.contextmanager
+    def batched(self, batch: WriteBatch) -> Iterator[None]:
+        """While it lasts, this thread's :meth:`wrote` calls go to ``batch`` (many writes of
+        one operation, such as a move's link rewrites, in a few index transactions rather
+        than one each). Until the batch is written, those notes' rows are stale, and the
+        check against the files before every answer re-reads them: never wrong, just
+        slower for a moment."""
+        self._batching.batch = batch
+        try:
+            yield
+        finally:
+            self._batching.batch = None
 
     def removed(self, parts: Components) -> None:
         self._quietly(lambda: self.index.delete([parts]), parts)

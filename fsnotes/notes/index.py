@@ -34,6 +34,8 @@ from typing import Any
 from sandbox.root import FileIdentity, FileInfo
 
 from ..security import statedir
+from . import links as linkrules
+from . import where as whererules
 from .attachments import AttachmentRow
 from .schema import (
     FTS_COLUMNS,
@@ -52,6 +54,7 @@ from .schema import (
     subtree_range,
     uint64,
 )
+from .store import DEFAULT_EXTENSIONS, stem_of
 
 log = logging.getLogger("fsnotes.index")
 
@@ -240,19 +243,31 @@ class NoteIndex:
     """The index file of one workspace. Methods raise :class:`IndexBusy` (retry) or
     :class:`IndexCorrupt` (call :meth:`recreate`); nothing else escapes from SQLite."""
 
-    def __init__(self, path: Path, fingerprint: str) -> None:
+    def __init__(
+        self, path: Path, fingerprint: str, extensions: Sequence[str] = DEFAULT_EXTENSIONS
+    ) -> None:
         """Private: use :meth:`open`."""
         self.path = path
         self.fingerprint = fingerprint
+        # What counts as a note's extension: how a link's target is read (links.classify).
+        # Part of the fingerprint, so an index never holds links read with other ones.
+        self.extensions = tuple(extensions)
         self._conns = _Connections(path)
         self._file_identity: tuple[int, int] | None = None
 
     # --- life cycle ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, state_dir: Path, identity: FileIdentity, fingerprint: str) -> NoteIndex:
+    def open(
+        cls,
+        state_dir: Path,
+        identity: FileIdentity,
+        fingerprint: str,
+        extensions: Sequence[str] = DEFAULT_EXTENSIONS,
+    ) -> NoteIndex:
         """The index of the workspace whose root directory is ``identity``, created (or
         replaced, when unusable or of another schema or ``fingerprint``) as needed.
+        ``extensions``: the workspace's note extensions (``fingerprint`` must cover them).
 
         Keyed by the root's device and inode, not its path: a workspace renamed or mounted
         elsewhere keeps its index, and another directory given the old path gets its own.
@@ -260,7 +275,7 @@ class NoteIndex:
         folder = state_dir / INDEX_DIR
         statedir.prepare_dir(folder)
         path = folder / f"ws-{identity.dev}-{identity.ino}.sqlite3"
-        index = cls(path, fingerprint)
+        index = cls(path, fingerprint, extensions)
         with _state_errors():
             index._prepare()
         return index
@@ -448,7 +463,7 @@ class NoteIndex:
             for doc in docs:
                 if doc.parts not in fresh:
                     self._delete_key(tx, key_of(doc.parts))
-                self._insert(tx, doc)
+                self._insert(tx, doc, self.extensions)
                 count += 1
             if meta:
                 tx.conn.executemany(
@@ -505,17 +520,18 @@ class NoteIndex:
         conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
         conn.execute("DELETE FROM tags WHERE note=?", (note_id,))
         conn.execute("DELETE FROM links WHERE note=?", (note_id,))
+        conn.execute("DELETE FROM front WHERE note=?", (note_id,))
         conn.execute("DELETE FROM notes WHERE id=?", (note_id,))
         tx.delta -= 1
 
     @staticmethod
-    def _insert(tx: _Tx, doc: Document) -> None:
+    def _insert(tx: _Tx, doc: Document, extensions: Sequence[str]) -> None:
         conn = tx.conn
         tx.delta += 1
         meta, parts, info = doc.meta, doc.parts, doc.info
         cur = conn.execute(
             "INSERT INTO notes(key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, "
-            "title, title_fold, tags, body_start) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "title, title_fold, tags, body_start, stem_fold) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 key_of(parts),
                 key_of(parts[:-1]),
@@ -530,18 +546,25 @@ class NoteIndex:
                 meta.title.casefold(),
                 json.dumps(meta.tags, ensure_ascii=False),
                 meta.body_start_line,
+                stem_of(parts[-1]).casefold(),
             ),
         )
         note_id = cur.lastrowid
         path_words = path_text(parts)
-        scope = scope_text(parts, meta.tags)
+        front = list(whererules.pairs(meta.frontmatter))
+        scope = scope_text(parts, meta.tags, front)
         conn.executemany(
             "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
             [(t.casefold(), note_id) for t in meta.tags],
         )
         conn.executemany(
-            "INSERT INTO links(note, kind, target) VALUES (?, ?, ?)",
-            [(note_id, link["type"], link["target"]) for link in meta.links],
+            "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _link_rows(note_id, parts, meta.refs, extensions),
+        )
+        conn.executemany(
+            "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
+            [(key, value, note_id) for key, value in front],
         )
         conn.execute(
             f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
@@ -618,11 +641,28 @@ class NoteIndex:
         return row_of(found[0]) if found else None
 
     def page(
-        self, folder: Components, after: Components | None, limit: int, tag: str | None
+        self,
+        folder: Components,
+        after: Components | None,
+        limit: int,
+        tag: str | None,
+        front: Sequence[tuple[str, str]] = (),
     ) -> list[Row]:
-        """Up to ``limit`` notes below ``folder`` in path order after ``after``."""
+        """Up to ``limit`` notes below ``folder`` in path order after ``after`` (with ``tag``
+        and every frontmatter pair of ``front``, see fsnotes.notes.where)."""
         common = tag is not None and not self._rare(tag)
         where, params = self._scope(folder, None if common else tag)
+        for key, value in front:
+            # As for tags: a pair few notes carry is gathered first; one many carry is
+            # checked note by note along the path order (a seek in the pair's b-tree each).
+            if self._rare_pair(key, value):
+                where.append("n.id IN (SELECT note FROM front WHERE key = ? AND value = ?)")
+            else:
+                where.append(
+                    "EXISTS (SELECT 1 FROM front f WHERE f.key = ? AND f.value = ? "
+                    "AND f.note = n.id)"
+                )
+            params.extend([key, value])
         if tag is not None and common:
             # A tag many notes carry: walk the notes in path order and keep the tagged ones,
             # which stops after a page; gathering and sorting every tagged note first would
@@ -647,6 +687,13 @@ class NoteIndex:
             "SELECT count(*) FROM (SELECT 1 FROM tags WHERE tag = ? OR (tag >= ? AND tag < ?) "
             "LIMIT ?)",
             (tag, tag + "/", tag + "0", RARE_TAG_NOTES + 1),
+        )
+        return int(found[0][0]) <= RARE_TAG_NOTES
+
+    def _rare_pair(self, key: str, value: str) -> bool:
+        found = self.query(
+            "SELECT count(*) FROM (SELECT 1 FROM front WHERE key = ? AND value = ? LIMIT ?)",
+            (key, value, RARE_TAG_NOTES + 1),
         )
         return int(found[0][0]) <= RARE_TAG_NOTES
 
@@ -774,6 +821,28 @@ class NoteIndex:
             (key_of(after) if after else "", limit),
         )
         return [AttachmentRow(parts_of(r[0]), uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows]
+
+
+def _link_rows(
+    note_id: int | None,
+    parts: Components,
+    refs: Sequence[linkrules.Occurrence],
+    extensions: Sequence[str],
+) -> list[tuple[Any, ...]]:
+    """One row per distinct link of a note: what it names (links.classify), stored so that
+    backlinks are found by the ``leaf`` a target note's stem must equal."""
+    rows: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, bool, str]] = set()
+    for ref in refs:
+        key = (ref.kind, ref.embed, ref.target)
+        if key in seen:
+            continue
+        seen.add(key)
+        target = linkrules.classify(ref, parts, extensions)
+        rows.append(
+            (note_id, ref.kind, int(ref.embed), ref.target, target.mode, target.want, target.leaf)
+        )
+    return rows
 
 
 def _prefixed(alias: str) -> str:

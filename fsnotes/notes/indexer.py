@@ -168,7 +168,9 @@ class Catalogs:
             entry = self._entries.get(ws.name)
             if entry is not None and entry.store is store:
                 return entry.catalog
-        index = NoteIndex.open(self.state_dir, store.root.identity, self.fingerprint)
+        index = NoteIndex.open(
+            self.state_dir, store.root.identity, self.fingerprint, store.extensions
+        )
         catalog = Catalog(ws.name, store, index, ws.components)
         with self._lock:
             entry = self._entries.get(ws.name)

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .links import Occurrence, occurrences
+
 FRONTMATTER_OPEN = "---"
 FRONTMATTER_CLOSE = ("---", "...")
 # Frontmatter is a header, not a document: past this many lines we stop looking for its end
@@ -37,9 +39,6 @@ _HEADING_ANY = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MUL
 # instead of evaluating look-behinds at every position: 5x faster on prose.)
 _TAG = re.compile(r"#(?<![\w/#&:]#)(?<!\]\(#)([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
-_WIKILINK = re.compile(r"\[\[([^\[\]\n|#]+)(?:#[^\[\]\n|]*)?(?:\|[^\[\]\n]*)?\]\]")
-_MDLINK = re.compile(r"\[(?<!!\[)[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass
@@ -52,6 +51,7 @@ class NoteMeta:
     headings: list[str] = field(default_factory=list)  # level-1 headings (the title's source)
     all_headings: list[str] = field(default_factory=list)  # every ATX heading, in order
     body: str = ""  # the text after the frontmatter
+    refs: list[Occurrence] = field(default_factory=list)  # every link, with its span
 
 
 def frontmatter_close(lines: list[str]) -> int | None:
@@ -223,15 +223,15 @@ def analyse(text: str, stem: str) -> NoteMeta:
             seen.add(key)
             tags.append(tag)
 
+    # Every link with its place (fsnotes.notes.links: one parser for the index, notes_links
+    # and the rewrites of a move); ``links`` keeps what notes_read has always listed: the
+    # wikilinks (embeds included) and the Markdown links that are not images.
+    refs = occurrences(body, len(text) - len(body))
     links: list[dict[str, str]] = []
     seen_links: set[tuple[str, str]] = set()
-    for m in _WIKILINK.finditer(prose):
-        _add_link(links, seen_links, "wikilink", m.group(1).strip())
-    for m in _MDLINK.finditer(prose):
-        href = m.group(1)
-        if _SCHEME.match(href) or href.startswith(("#", "/")):
-            continue  # external, in-page or absolute: not a relative note link
-        _add_link(links, seen_links, "markdown", href.split("#", 1)[0])
+    for ref in refs:
+        if not (ref.kind == "markdown" and ref.embed):
+            _add_link(links, seen_links, ref.kind, ref.target)
     return NoteMeta(
         title=title,
         frontmatter=frontmatter,
@@ -241,6 +241,7 @@ def analyse(text: str, stem: str) -> NoteMeta:
         headings=headings,
         all_headings=all_headings,
         body=body,
+        refs=refs,
     )
 
 

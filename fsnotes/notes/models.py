@@ -10,9 +10,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from . import edits, frontedit
+from .where import MAX_WHERE_KEYS, MAX_WHERE_VALUE_CHARS
 
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 500  # a page of summaries stays well under a megabyte of JSON
@@ -37,6 +46,28 @@ _WS = Field(
 )
 
 
+WhereValue = str | int | float | bool | None
+
+
+def _check_where(where: dict[str, WhereValue] | None) -> dict[str, WhereValue] | None:
+    for key, value in (where or {}).items():
+        if not key:
+            raise ValueError("a where key must not be empty")
+        if isinstance(value, str) and len(value) > MAX_WHERE_VALUE_CHARS:
+            raise ValueError(f"where values are at most {MAX_WHERE_VALUE_CHARS} characters")
+    return where
+
+
+_WHERE = Field(
+    default=None,
+    max_length=MAX_WHERE_KEYS,
+    description="Only notes whose frontmatter has each of these keys with this value (for a "
+    'list, among its items), e.g. {"status": "done"}. Keys match exactly; values '
+    'case-insensitively, read as frontmatter is (yes/true are the same boolean, null or "" '
+    "an empty value).",
+)
+
+
 # --- arguments -----------------------------------------------------------------------------
 
 
@@ -50,8 +81,11 @@ class NotesListArgs(_Args):
         default=None, description="Only notes below this folder (relative to the workspace)."
     )
     tag: str | None = Field(default=None, description="Only notes with this tag (without '#').")
+    where: dict[str, WhereValue] | None = _WHERE
     cursor: str | None = Field(default=None, description="nextCursor from a previous page.")
     limit: int | None = Field(default=None, ge=1, le=MAX_LIST_LIMIT, description="Page size.")
+
+    _where = field_validator("where")(_check_where)
 
 
 class NotesReadArgs(_Args):
@@ -71,7 +105,10 @@ class NotesSearchArgs(_Args):
     )
     folder: str | None = Field(default=None, description="Only notes below this folder.")
     tag: str | None = Field(default=None, description="Only notes with this tag.")
+    where: dict[str, WhereValue] | None = _WHERE
     limit: int | None = Field(default=None, ge=1, le=MAX_SEARCH_LIMIT)
+
+    _where = field_validator("where")(_check_where)
 
 
 class NotesCreateArgs(_Args):
@@ -188,6 +225,11 @@ class NotesMoveArgs(_Args):
     uri: str = Field(description="The note's file:// URI.")
     newPath: str = Field(description="New relative path in the same workspace; never overwrites.")
     etag: str | None = Field(default=None, description="The etag from notes_read, to guard it.")
+    updateLinks: bool = Field(
+        default=True,
+        description="Rewrite the links in other notes (and the note's own relative links) so "
+        "they keep pointing to the same notes (default true).",
+    )
 
 
 class NotesDeleteArgs(_Args):
@@ -308,11 +350,32 @@ class WriteResult(BaseModel):
     size: int
 
 
+class LinkRewrite(BaseModel):
+    uri: str
+    path: str
+    links: int = Field(description="Links rewritten in this note.")
+    etag: str = Field(description="The note's etag after the rewrite.")
+
+
+class LinkSkip(BaseModel):
+    uri: str
+    path: str
+    reason: str = Field(description="Why this note's links were not (all) rewritten.")
+
+
 class MoveResult(BaseModel):
     uri: str
     path: str
     previousUri: str
-    etag: str
+    etag: str = Field(description="The moved note's etag (after its own links were rewritten).")
+    linksUpdated: list[LinkRewrite] = Field(
+        default_factory=list, description="Every note whose links the move rewrote."
+    )
+    linksNotUpdated: list[LinkSkip] = Field(
+        default_factory=list,
+        description="Notes with links to rewrite that could not be (changed meanwhile, too "
+        "large, unreadable): fix them by hand.",
+    )
 
 
 class DeleteResult(BaseModel):

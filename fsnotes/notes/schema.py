@@ -25,7 +25,7 @@ from .markdown import NoteMeta
 Components = tuple[str, ...]
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 
@@ -41,8 +41,9 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 PREFIX_INDEXES = "3"
 # Column order of the FTS table; ``bm25`` weights follow it (see fsnotes/notes/ranking.py).
 # The text a query searches; then ``scope``, which holds one made-up token per folder above
-# the note and per tag (and parent tag) it carries, so that a folder or tag filter is one
-# more term of the same MATCH instead of a join (see scope_token).
+# the note, per tag (and parent tag) it carries and per frontmatter (key, value) pair, so
+# that a folder, tag or where filter is one more term of the same MATCH instead of a join
+# (see scope_token).
 TEXT_COLUMNS = ("path", "title", "headings", "tags", "front", "body")
 FTS_COLUMNS = (*TEXT_COLUMNS, "scope")
 BODY_COLUMN = FTS_COLUMNS.index("body")
@@ -157,15 +158,32 @@ CREATE TABLE notes(
     title TEXT NOT NULL,
     title_fold TEXT NOT NULL,
     tags TEXT NOT NULL,
-    body_start INTEGER NOT NULL
+    body_start INTEGER NOT NULL,
+    stem_fold TEXT NOT NULL
 );
 CREATE INDEX notes_folder ON notes(folder, name);
 CREATE INDEX notes_path_fold ON notes(path_fold);
+CREATE INDEX notes_stem ON notes(stem_fold);
 CREATE TABLE tags(tag TEXT NOT NULL, note INTEGER NOT NULL, PRIMARY KEY(tag, note)) WITHOUT ROWID;
 CREATE INDEX tags_note ON tags(note);
-CREATE TABLE links(note INTEGER NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL);
+CREATE TABLE links(
+    note INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    embed INTEGER NOT NULL,
+    target TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    want TEXT NOT NULL,
+    leaf TEXT
+);
 CREATE INDEX links_note ON links(note);
-CREATE INDEX links_target ON links(target);
+CREATE INDEX links_leaf ON links(leaf) WHERE leaf IS NOT NULL;
+CREATE TABLE front(
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    note INTEGER NOT NULL,
+    PRIMARY KEY(key, value, note)
+) WITHOUT ROWID;
+CREATE INDEX front_note ON front(note);
 CREATE TABLE rejects(
     key TEXT PRIMARY KEY,
     folder TEXT NOT NULL,
@@ -202,8 +220,9 @@ SCOPE_MARK = "\ue000"  # a private-use character: a word character to FTS5, neve
 
 
 def scope_token(kind: str, value: str) -> str:
-    """The made-up word that stands for "below folder ``value``" (kind ``f``) or "tagged
-    ``value`` or a tag below it" (kind ``t``) in the scope column. It starts with
+    """The made-up word that stands for "below folder ``value``" (kind ``f``), "tagged
+    ``value`` or a tag below it" (kind ``t``) or "frontmatter pair ``value``" (kind ``k``,
+    see :func:`where_token`) in the scope column. It starts with
     :data:`SCOPE_MARK`, which the query parser removes from what a caller types, so no
     query term can ever match a scope word; the rest is ASCII letters and digits, which no
     tokenizer or stemmer changes."""
@@ -211,8 +230,16 @@ def scope_token(kind: str, value: str) -> str:
     return f"{SCOPE_MARK}{kind}{int.from_bytes(digest[:8], 'big')}"
 
 
-def scope_text(parts: Components, tags: Sequence[str]) -> str:
+def where_token(key: str, value: str) -> str:
+    """The scope word of one frontmatter (key, value) pair (see fsnotes.notes.where)."""
+    return scope_token("k", f"{key}\x00{value}")
+
+
+def scope_text(
+    parts: Components, tags: Sequence[str], front: Sequence[tuple[str, str]] = ()
+) -> str:
     words = [scope_token("f", key_of(parts[:depth])) for depth in range(1, len(parts))]
+    words.extend(where_token(key, value) for key, value in front)
     seen: set[str] = set()
     for tag in tags:
         pieces = tag.casefold().split("/")

@@ -27,6 +27,7 @@ from sandbox import uri as lexical
 
 from ..security.audit import Auditor, AuditUnavailable, Entry, Ticket
 from ..security.grants import Access, Grants, NotGranted, Workspace
+from . import relink
 from .catalog import Catalog, CatalogUnavailable, IndexStatus
 from .edits import Edit, apply_edits
 from .history import History, HistoryUnavailable, Keep, current_etag
@@ -46,6 +47,7 @@ from .models import (
     NoteSummary,
     SearchHit,
     Snippet,
+    WhereValue,
     WorkspaceOut,
     WorkspacesListResult,
     WriteResult,
@@ -54,6 +56,7 @@ from .query import QueryError
 from .query import parse as parse_query
 from .schema import Row
 from .store import Note, NoteError, NoteStore, display, etag_of, iso_time
+from .where import conditions
 
 log = logging.getLogger("fsnotes.notes")
 
@@ -207,6 +210,7 @@ class Notes:
         tag: str | None,
         cursor: str | None,
         limit: int | None,
+        where: Mapping[str, WhereValue] | None = None,
     ) -> NotesListResult:
         ws = self.workspace(workspace_uri, Access.READ)
         loc = self.relative(ws, folder or "", allow_empty=True)
@@ -215,7 +219,7 @@ class Notes:
         limit = min(limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
         catalog = self.catalog(loc, fresh=True)
         with _unavailable():
-            page = catalog.page(loc.parts, after, limit, tag)
+            page = catalog.page(loc.parts, after, limit, tag, conditions(where))
         next_cursor = encode_cursor(page.last) if page.more and page.last else None
         return NotesListResult(
             notes=[_summary(ws, row) for row in page.rows],
@@ -262,6 +266,7 @@ class Notes:
         folder: str | None,
         tag: str | None,
         limit: int | None,
+        where: Mapping[str, WhereValue] | None = None,
     ) -> NotesSearchResult:
         ws = self.workspace(workspace_uri, Access.READ)
         loc = self.relative(ws, folder or "", allow_empty=True)
@@ -273,7 +278,7 @@ class Notes:
         limit = min(limit or DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT)
         catalog = self.catalog(loc, fresh=True)
         with _unavailable():
-            found = catalog.search(terms, loc.parts, tag, limit)
+            found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
         results = [
             SearchHit(
                 uri=lexical.to_file_uri(ws.components + hit.row.parts),
@@ -342,9 +347,14 @@ class Notes:
         self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
         return WriteResult(uri=loc.uri, path=display(loc.parts), etag=new_etag, size=info.size)
 
-    def notes_move(self, uri: str, new_path: str, etag: str | None) -> MoveResult:
+    def notes_move(
+        self, uri: str, new_path: str, etag: str | None, update_links: bool = True
+    ) -> MoveResult:
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
+        # Where every affected link points, from the index, before anything moves (see
+        # fsnotes.notes.relink); the notes holding them are rewritten after the move.
+        plan = relink.plan_move(self, loc, dst) if update_links else None
         try:
             with self.audited("move", "notes_move", loc) as ticket:
                 with self.keeping(loc, "notes_move") as keep:
@@ -359,8 +369,14 @@ class Notes:
         except HistoryUnavailable as exc:
             raise ServiceError(f"Nothing was moved: {exc}.") from None
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
+        updated, skipped = relink.apply_move(self, loc, dst, plan) if plan else ([], [])
         return MoveResult(
-            uri=dst.uri, path=display(dst.parts), previousUri=loc.uri, etag=moved_etag
+            uri=dst.uri,
+            path=display(dst.parts),
+            previousUri=loc.uri,
+            etag=next((u.etag for u in updated if u.uri == dst.uri), moved_etag),
+            linksUpdated=updated,
+            linksNotUpdated=skipped,
         )
 
     # --- helpers -------------------------------------------------------------------------

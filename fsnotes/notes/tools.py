@@ -22,7 +22,8 @@ from ..protocol.registry import (
     ToolError,
 )
 from ..security.consent import ConsentRefused
-from ..security.grants import NotGranted
+from ..security.grants import Access, NotGranted
+from . import linkservice
 from .catalog import Catalog
 from .confirm import DeleteFlow
 from .indexer import until_indexed
@@ -47,10 +48,23 @@ from .models import (
     WorkspacesListResult,
     WriteResult,
 )
+from .models_links import NotesLinksArgs, NotesLinksResult, NotesTagsArgs, NotesTagsResult
+from .relink import MAX_LINK_REWRITES
 from .restore import notes_history, notes_restore
 from .service import Notes, NotesService, ServiceError
 
 T = TypeVar("T")
+
+LINKS_DESCRIPTION = (
+    "A note's outgoing links (wikilinks [[x]], [[x#heading|alias]], embeds ![[x]], Markdown "
+    "links [t](path) and images), each resolved to a note or marked broken, other (a file "
+    "that is not a note) or outside; and its backlinks (the notes whose links resolve to it). "
+    "Wikilinks are names, case-insensitive: [[Name]] matches notes whose file name without "
+    "extension is Name, [[a/Name]] those whose path ends with a/Name, [[Name.md]] the extension "
+    "too; of several matches the shortest path wins, then the first in path order (so the exact "
+    "path from the workspace root wins). Markdown links (and [[./x]], [[../x]]) are paths "
+    "relative to the linking note, exact, the extension optional."
+)
 
 
 async def _call(fn: Callable[[], T]) -> T:
@@ -88,7 +102,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
         notes = acting(ctx)
         await _indexed(ctx, lambda: notes.workspace_catalog(a.workspaceUri))
         return await _call(
-            lambda: notes.notes_list(a.workspaceUri, a.folder, a.tag, a.cursor, a.limit)
+            lambda: notes.notes_list(a.workspaceUri, a.folder, a.tag, a.cursor, a.limit, a.where)
         )
 
     async def notes_read(ctx: RequestContext, a: NotesReadArgs) -> NotesReadResult:
@@ -99,7 +113,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
         notes = acting(ctx)
         await _indexed(ctx, lambda: notes.workspace_catalog(a.workspaceUri))
         return await _call(
-            lambda: notes.notes_search(a.workspaceUri, a.query, a.folder, a.tag, a.limit)
+            lambda: notes.notes_search(a.workspaceUri, a.query, a.folder, a.tag, a.limit, a.where)
         )
 
     async def notes_create(ctx: RequestContext, a: NotesCreateArgs) -> WriteResult:
@@ -113,7 +127,21 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
 
     async def notes_move(ctx: RequestContext, a: NotesMoveArgs) -> MoveResult:
         notes = acting(ctx)
-        return await _call(lambda: notes.notes_move(a.uri, a.newPath, a.etag))
+        if a.updateLinks:  # the links to rewrite are found in the index: let it finish first
+            await _indexed(ctx, lambda: linkservice.catalog_check(notes, a.uri))
+        return await _call(lambda: notes.notes_move(a.uri, a.newPath, a.etag, a.updateLinks))
+
+    async def notes_links(ctx: RequestContext, a: NotesLinksArgs) -> NotesLinksResult:
+        notes = acting(ctx)
+        await _indexed(ctx, lambda: linkservice.catalog_check(notes, a.uri, Access.READ))
+        return await _call(lambda: linkservice.notes_links(notes, a.uri))
+
+    async def notes_tags(ctx: RequestContext, a: NotesTagsArgs) -> NotesTagsResult:
+        notes = acting(ctx)
+        await _indexed(ctx, lambda: notes.workspace_catalog(a.workspaceUri))
+        return await _call(
+            lambda: linkservice.notes_tags(notes, a.workspaceUri, a.prefix, a.cursor, a.limit)
+        )
 
     async def notes_delete(ctx: RequestContext, a: NotesDeleteArgs) -> DeleteResult | InputRequired:
         # A host that cannot show the form gets the form's own 'unavailable' sentence from
@@ -207,11 +235,37 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
         Tool(
             name="notes_move",
             title="Move a note",
-            description="Move or rename a note within its workspace; never overwrites.",
+            description="Move or rename a note within its workspace; never overwrites. With "
+            "updateLinks (default true) every link that pointed to the note is rewritten to "
+            "keep pointing to it, as are links to other notes that its new name would capture "
+            "and its own relative links, each keeping its form (alias, #heading, extension or "
+            "not, relative path); each rewritten note is an etag-checked atomic write, listed in "
+            "linksUpdated; a note that could not be rewritten is listed in linksNotUpdated. A "
+            f"move that would rewrite more than {MAX_LINK_REWRITES:,} notes is refused.",
             input_model=NotesMoveArgs,
             output_model=MoveResult,
             annotations=ToolAnnotations(title="Move a note", destructive=True),
             handler=notes_move,
+        ),
+        Tool(
+            name="notes_links",
+            title="Links of a note",
+            description=LINKS_DESCRIPTION,
+            input_model=NotesLinksArgs,
+            output_model=NotesLinksResult,
+            annotations=_read_only("Links of a note"),
+            handler=notes_links,
+        ),
+        Tool(
+            name="notes_tags",
+            title="List tags",
+            description="Tags in a workspace (optionally those starting with prefix), in order, "
+            "each with how many notes carry it and how many carry it or a tag nested below it "
+            "(a/b is below a). Paginated with cursor.",
+            input_model=NotesTagsArgs,
+            output_model=NotesTagsResult,
+            annotations=_read_only("List tags"),
+            handler=notes_tags,
         ),
         Tool(
             name="notes_delete",

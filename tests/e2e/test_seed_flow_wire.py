@@ -52,6 +52,8 @@ def test_tools_list_is_deterministic_with_fixed_descriptors(wire: Wire) -> None:
         "notes_create",
         "notes_update",
         "notes_move",
+        "notes_links",
+        "notes_tags",
         "notes_delete",
         "notes_history",
         "notes_restore",
@@ -60,7 +62,15 @@ def test_tools_list_is_deterministic_with_fixed_descriptors(wire: Wire) -> None:
     assert tools["notes_setup"]["annotations"]["destructiveHint"] is False
     assert set(tools["notes_setup"]["inputSchema"]["properties"]) == {"workspaceUri", "access"}
     assert tools["notes_setup"]["inputSchema"]["required"] == ["workspaceUri"]
-    for name in ("workspaces_list", "notes_list", "notes_read", "notes_search", "notes_history"):
+    for name in (
+        "workspaces_list",
+        "notes_list",
+        "notes_read",
+        "notes_search",
+        "notes_history",
+        "notes_links",
+        "notes_tags",
+    ):
         assert tools[name]["annotations"]["readOnlyHint"] is True
     for name in ("notes_update", "notes_move", "notes_delete", "notes_restore"):
         assert tools[name]["annotations"]["destructiveHint"] is True
@@ -80,6 +90,7 @@ def test_tools_list_is_deterministic_with_fixed_descriptors(wire: Wire) -> None:
         "workspaceUri",
         "folder",
         "tag",
+        "where",
         "cursor",
         "limit",
     }
