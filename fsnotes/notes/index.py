@@ -129,6 +129,12 @@ _UNAVAILABLE: dict[int, str] = {
 }
 
 
+def _sql_text(value: str) -> str:
+    """``value`` as an SQL string literal (executescript takes no parameters; the value is
+    the index's own fingerprint, a hex digest, never user input)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def classify(exc: sqlite3.Error) -> IndexProblem:
     """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
     nothing that cannot be recomputed), unavailable (retry later and report), or a query
@@ -330,15 +336,23 @@ class NoteIndex:
         try:
             conn = self._conns.get()
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(f"BEGIN; {SCHEMA} COMMIT;")
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('fingerprint', ?), ('complete', '0'), "
-                "('notes', '0')",
-                (self.fingerprint,),
+            # One transaction: the tables, the meta rows and the version appear together or
+            # not at all. A file left half made (a full disk) would look damaged to the next
+            # open, which would then rebuild, fail and rebuild again.
+            conn.executescript(
+                f"BEGIN; {SCHEMA} INSERT INTO meta(key, value) VALUES "
+                f"('fingerprint', {_sql_text(self.fingerprint)}), ('complete', '0'), "
+                f"('notes', '0'); PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
             )
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            problem = classify(exc)
+            self._conns.reset()
+            # Nothing usable was made: leave no file, so the next try is a creation again
+            # (not a "damaged" index to rebuild).
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+            raise problem from None
         self._remember_file()
 
     def _remember_file(self) -> None:
