@@ -403,7 +403,10 @@ def test_first_build_reports_monotonic_progress_and_a_cancelled_search_gets_no_a
         assert_no_sqlite_text(w)
     finally:
         err = w.close()
-    assert reindexed_counts(err) == [BIG], err
+    # The one full build logs its count when it ends; on a machine slow enough for it to
+    # outlast the session (said so above) it is stopped at close and logs nothing.
+    counts = reindexed_counts(err)
+    assert counts == [BIG] or (not body["index"]["complete"] and counts == []), err
     print(f"first build of {BIG} notes answered after {build_s:.1f} s; ping {ping_s * 1000:.0f} ms")
 
 
