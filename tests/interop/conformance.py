@@ -138,13 +138,6 @@ KNOWN_FAILURES: dict[tuple[str, str, str], Known] = {
         "reports them 'Not testable' as failures. They pass on the fixture, over the same core "
         "and transport.",
     ),
-    ("product", "2026-07-28", "caching"): Known(
-        ("sep-2549-prompts-list-caching-hints",),
-        "the product serves no prompts (server/discover declares no prompts capability), so "
-        "prompts/list is -32601 Method not found, as the spec asks of a method whose "
-        "capability is not advertised; every result the product does serve carries ttlMs "
-        "and cacheScope.",
-    ),
 }
 
 

@@ -712,6 +712,17 @@ def user(content: JSONObject) -> JSONObject:
 
 
 class Prompts:
+    async def complete(
+        self,
+        ctx: RequestContext,
+        ref: JSONObject,
+        argument: JSONObject,
+        context_arguments: Mapping[str, str],
+    ) -> tuple[list[str], int | None, bool]:
+        # completion-complete asks for a prompt's argument: "support can be minimal or
+        # return empty arrays" (the core now routes ref/prompt here, not to the resources).
+        return [], 0, False
+
     async def list_prompts(
         self, ctx: RequestContext, cursor: str | None
     ) -> tuple[list[JSONObject], str | None]:
