@@ -223,9 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ConfigError as exc:
             return main_error(str(exc))
-    if args.command == "audit":
+    if args.command in ("audit", "token"):
         from .cli_audit import run_audit
-    if args.command == "token":
         from .cli_token import run_token
         from .config import ConfigError, load
         from .server import main_error
@@ -234,7 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load(
                 state_dir=args.state_dir, config_file=args.config, require_workspace=False
             )
-            return run_audit(config, since=args.since, principal=args.principal, as_json=args.json)
+            if args.command == "audit":
+                return run_audit(
+                    config, since=args.since, principal=args.principal, as_json=args.json
+                )
             return run_token(config, args.action, principal=args.principal, token_id=args.id)
         except ConfigError as exc:
             return main_error(str(exc))
