@@ -1,5 +1,6 @@
 """A real deployment for the tests (and the benchmark): HAProxy 2.6 from Debian on a free
-loopback port, round-robin in front of N ``fsnotes serve --http`` processes.
+loopback port, round-robin (a 2025-11-25 session kept on its instance) in front of N
+``fsnotes serve --http`` processes.
 
 What the instances share, as the README's "Shared state: several instances" says they must:
 one PostgreSQL database (the replay store, the setup store, the audit log; ``[state]
@@ -68,8 +69,19 @@ def haproxy_binary() -> str:
     return shutil.which(HAPROXY) or "/usr/sbin/haproxy"
 
 
-def haproxy_config(listen_port: int, backends: dict[str, int]) -> str:
-    """The balancer's configuration: HTTP mode, round-robin over ``backends`` (name -> loopback
+# 2026-07-28 requests carry no session: round-robin. A 2025-11-25 session lives in the
+# instance that opened it: a stick table learns each Mcp-Session-Id from the response that
+# issued it and sends every request naming it to that instance (deploy/haproxy.cfg does the
+# same). A hash of the header would not do: the initialize request has none yet.
+BALANCE = "roundrobin"
+# Session ids are 32 random bytes in text (43 to 64 characters); a session idle this long is
+# ended by the instance anyway (README, "Over HTTP").
+STICK_KEY_CHARS = 128
+STICK_EXPIRE = "1h"
+
+
+def haproxy_config(listen_port: int, backends: dict[str, int], balance: str = BALANCE) -> str:
+    """The balancer's configuration: HTTP mode, ``balance`` over ``backends`` (name -> loopback
     port), TCP health checks, connection failures redispatched, the answering instance named
     in a response header."""
     servers = "\n".join(
@@ -94,7 +106,10 @@ frontend mcp
     default_backend fsnotes
 
 backend fsnotes
-    balance roundrobin
+    balance {balance}
+    stick-table type string len {STICK_KEY_CHARS} size 10k expire {STICK_EXPIRE}
+    stick match req.hdr(mcp-session-id)
+    stick store-response res.hdr(mcp-session-id)
     http-response set-header x-fsnotes-backend %[srv_name]
 {servers}
 """
@@ -103,10 +118,12 @@ backend fsnotes
 class Balancer:
     """One HAProxy process in the foreground (``-db``), stopped by its process id."""
 
-    def __init__(self, directory: Path, listen_port: int, backends: dict[str, int]) -> None:
+    def __init__(
+        self, directory: Path, listen_port: int, backends: dict[str, int], balance: str = BALANCE
+    ) -> None:
         self.port = listen_port
         self.config = directory / "haproxy.cfg"
-        self.config.write_text(haproxy_config(listen_port, backends))
+        self.config.write_text(haproxy_config(listen_port, backends, balance))
         check = subprocess.run(
             [haproxy_binary(), "-c", "-f", str(self.config)], capture_output=True, text=True
         )
@@ -188,7 +205,9 @@ def free_port() -> int:
 class Deployment:
     """N instances and the balancer in front of them; see the module docstring."""
 
-    def __init__(self, root: Path, notes: Path, dsn: str, count: int = 3) -> None:
+    def __init__(
+        self, root: Path, notes: Path, dsn: str, count: int = 3, balance: str = BALANCE
+    ) -> None:
         from fsnotes.security.seal import KEYRING_NAME, Keyring
         from fsnotes.security.tokens import TOKENS_FILE
 
@@ -215,13 +234,14 @@ class Deployment:
         self.instances: dict[str, Instance] = {}
         self.balancer: Balancer | None = None
         try:
-            started: dict[str, HttpServer | BaseException] = {}
+            failed: list[BaseException] = []
 
             def start(name: str, state: Path) -> None:
                 try:
-                    started[name] = self.start_instance(name, state)
+                    # Registered as soon as it runs, so that close() stops it whatever fails.
+                    self.instances[name] = Instance(name, state, self.start_instance(name, state))
                 except BaseException as exc:  # reported below, after every thread ended
-                    started[name] = exc
+                    failed.append(exc)
 
             pairs = list(zip(names, states, strict=True))
             threads = [threading.Thread(target=start, args=pair) for pair in pairs]
@@ -229,15 +249,14 @@ class Deployment:
                 t.start()
             for t in threads:
                 t.join()
-            for name, state in pairs:
-                got = started[name]
-                if isinstance(got, HttpServer):
-                    self.instances[name] = Instance(name, state, got)
-            failed = [g for g in started.values() if isinstance(g, BaseException)]
             if failed:
                 raise failed[0]
+            self.instances = {n: self.instances[n] for n in names}  # in name order
             self.balancer = Balancer(
-                root, self.lb_port, {n: i.server.port for n, i in self.instances.items()}
+                root,
+                self.lb_port,
+                {n: i.server.port for n, i in self.instances.items()},
+                balance,
             )
         except BaseException:
             self.close()
@@ -276,8 +295,10 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deployed(root: Path, notes: Path, dsn: str, count: int = 3) -> Iterator[Deployment]:
-    deployment = Deployment(root, notes, dsn, count)
+def deployed(
+    root: Path, notes: Path, dsn: str, count: int = 3, balance: str = BALANCE
+) -> Iterator[Deployment]:
+    deployment = Deployment(root, notes, dsn, count, balance)
     try:
         yield deployment
     finally:

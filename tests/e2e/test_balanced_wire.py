@@ -19,7 +19,7 @@ import balancer
 import httpx2
 import pytest
 
-from tests.transport.http_support import Raw, answer_of
+from tests.transport.http_support import LEGACY, Raw, answer_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -187,6 +187,43 @@ def test_the_same_retry_sent_to_all_three_instances_at_once_executes_once(
         ]
 
 
+def test_a_2025_11_25_session_stays_on_the_instance_that_opened_it(
+    deployment: balancer.Deployment,
+) -> None:
+    """A 2025-11-25 session lives in one process: the balancer routes by Mcp-Session-Id (a
+    round-robin one would send its next request to an instance that answers 404)."""
+    ws = {"workspaceUri": deployment.notes.as_uri()}
+    raw = client(deployment)
+    try:
+        init = raw.post(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": LEGACY, "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}},
+            modern=False,
+        )  # fmt: skip
+        assert init.status_code == 200, init.text
+        opened_by = init.headers[BACKEND_HEADER]
+        session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+        note = raw.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session,
+                        modern=False)  # fmt: skip
+        assert note.status_code == 202, note.text
+        served = []
+        for i in range(6):
+            r = raw.post(
+                {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                 "params": {"name": "notes_list", "arguments": ws}},
+                session, modern=False,
+            )  # fmt: skip
+            assert r.status_code == 200, (r.status_code, r.text[:300])
+            assert not answer_of(r)["result"].get("isError")
+            served.append(r.headers[BACKEND_HEADER])
+        assert set(served) == {opened_by}, served
+        # Stateless requests meanwhile still go round all three.
+        assert {tool(raw, "notes_list", ws)[0] for _ in range(3)} == set(deployment.instances)
+    finally:
+        raw.close()
+
+
 def _retrying(raw: Raw, name: str, args: dict[str, Any], **extra: Any) -> tuple[str, Any, int]:
     """A call asked again after a 502/503 or a dropped connection (its reply was lost with
     the instance that died); (who answered, the result, how many attempts failed)."""
@@ -250,7 +287,15 @@ def test_killing_one_instance_mid_flight_the_others_keep_serving_and_nothing_run
         threads = [threading.Thread(target=work, args=(i,)) for i in range(clients_n)]
         for t in threads:
             t.start()
-        time.sleep(kill_at)
+        # Killed once it has served some of the deletes (at least kill_at s in), while the
+        # clients keep going; then they run on for the rest of the time.
+        started = time.monotonic()
+        while time.monotonic() < started + 30:
+            with lock:
+                served_by_b = sum(e["who"] == "b" for e in log)
+            if served_by_b >= 3 and time.monotonic() >= started + kill_at:
+                break
+            time.sleep(0.05)
         d.instances["b"].kill()
         killed_at.append(time.monotonic())
         time.sleep(seconds - kill_at)
