@@ -225,6 +225,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return main_error(str(exc))
     if args.command == "audit":
         from .cli_audit import run_audit
+        from .config import ConfigError, load
+        from .server import main_error
+
+        try:
+            config = load(
+                state_dir=args.state_dir, config_file=args.config, require_workspace=False
+            )
+            return run_audit(config, since=args.since, principal=args.principal, as_json=args.json)
+        except ConfigError as exc:
+            return main_error(str(exc))
     if args.command == "token":
         from .cli_token import run_token
         from .config import ConfigError, load
@@ -234,7 +244,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load(
                 state_dir=args.state_dir, config_file=args.config, require_workspace=False
             )
-            return run_audit(config, since=args.since, principal=args.principal, as_json=args.json)
             return run_token(config, args.action, principal=args.principal, token_id=args.id)
         except ConfigError as exc:
             return main_error(str(exc))
