@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from fsnotes.security.oauth import JWKS_MIN_REFETCH_S
 
 from .http_support import REPO, HttpServer, Raw, add_token
+from .test_http_sessions import call, initialize, legacy
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -199,6 +200,16 @@ def _forged(token: str) -> str:
     return jwt.encode(claims, other, algorithm="RS256", headers={"kid": header["kid"]})
 
 
+def _hmac_with_public_key(token: str, provider: Provider) -> str:
+    """Algorithm confusion: HS256 keyed with the provider's public RSA modulus (anyone has
+    it), naming the provider's kid."""
+    header = jwt.get_unverified_header(token)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    jwks = httpx2.get(f"{provider.issuer}/jwks", timeout=10).json()
+    secret = jwks["keys"][0]["n"].encode()
+    return jwt.encode(claims, secret, algorithm="HS256", headers={"kid": header["kid"]})
+
+
 def _unsigned(token: str) -> str:
     claims = jwt.decode(token, options={"verify_signature": False})
     head = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT"}).encode())
@@ -216,6 +227,7 @@ def test_bad_tokens_each_get_the_same_401_revealing_nothing(setup: Setup) -> Non
         "unknown key id": setup.token("ada", kid="not-a-key-of-the-provider"),
         "alg none": _unsigned(good),
         "forged signature": _forged(good),
+        "HS256 with the public key": _hmac_with_public_key(good, setup.provider),
         "garbage": "a.b.c",
     }
     answers = {why: _post(setup, token) for why, token in bad.items()}
@@ -271,3 +283,20 @@ def test_key_rotation_at_the_provider_is_followed(setup: Setup) -> None:
     for i in range(5):
         assert _post(setup, setup.token("ada", kid=f"made-up-{i}")).status_code == 401
     assert setup.provider.jwks_fetches() == before + 1
+
+
+def test_a_session_is_bound_to_the_scopes_of_the_token_that_opened_it(setup: Setup) -> None:
+    reader = Raw(setup.server, setup.token("ada", "notes:read"))
+    writer = Raw(setup.server, setup.token("ada", ALL))
+    try:
+        sid = initialize(reader)
+        listed = legacy(reader, sid, call("workspaces_list", {}))
+        assert listed.status_code == 200
+        # Same subject, other scopes: not this token's session (as another principal's is).
+        assert legacy(writer, sid, call("workspaces_list", {})).status_code == 404
+        made = legacy(reader, sid, call("notes_create", {
+            "workspaceUri": setup.notes.as_uri(), "path": "s.md", "content": "# s\n"}))  # fmt: skip
+        assert made.json()["result"]["isError"] is True and not (setup.notes / "s.md").exists()
+    finally:
+        reader.close()
+        writer.close()
