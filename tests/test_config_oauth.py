@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +58,18 @@ def test_plain_http_is_allowed_only_for_a_loopback_issuer(tmp_path: Path) -> Non
     oauth = _load(tmp_path, 'issuer = "http://127.0.0.1:9000"\n'
                             'audience = "http://127.0.0.1:8000/mcp"')  # fmt: skip
     assert oauth.tcp_ports() == [9000]
+
+
+def test_doctor_names_the_issuer_and_the_ports_the_jail_allows(tmp_path: Path) -> None:
+    config = tmp_path / "fsnotes.toml"
+    config.write_text('[http.oauth]\nissuer = "https://id.example.com:8443"\n'
+                      'audience = "https://notes.example.com/mcp"\n')  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "doctor", "--config", str(config), "--state-dir",
+         str(tmp_path / "state"), "--http", "127.0.0.1:8080", "--json"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    http = json.loads(out.stdout)["http"]
+    assert http["oauth"]["issuer"] == "https://id.example.com:8443"
+    assert http["oauth"]["connect_ports"] == [8443]
+    assert "every request would be refused" not in http["exposes"]
