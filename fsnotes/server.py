@@ -290,7 +290,8 @@ def http_authenticator(config: Config) -> BearerTokens | Chained:
             raise ConfigError(
                 f"[http.oauth] needs PyJWT ({exc.name} is missing): pip install 'fsnotes[oauth]'"
             ) from None
-        return Chained(tokens if tokens.entries else None, OAuthTokens(settings.oauth))
+        # The tokens file is read again when it changes: one added later counts at once.
+        return Chained(tokens, OAuthTokens(settings.oauth))
     if not tokens.entries:
         raise ConfigError(
             "--http needs at least one bearer token: run `fsnotes token add --principal NAME` "

@@ -300,3 +300,23 @@ def test_a_session_is_bound_to_the_scopes_of_the_token_that_opened_it(setup: Set
     finally:
         reader.close()
         writer.close()
+
+
+def test_oauth_alone_starts_and_a_static_token_added_while_serving_counts(
+    tmp_path: Path, provider: Provider
+) -> None:
+    notes, state = tmp_path / "notes", tmp_path / "state"
+    notes.mkdir()
+    config = tmp_path / "fsnotes.toml"
+    audience = "http://127.0.0.1:9/mcp"
+    config.write_text(f'[http.oauth]\nissuer = "{provider.issuer}"\naudience = "{audience}"\n')
+    argv = ["-m", "fsnotes", "serve", "--config", str(config), "--workspace", str(notes),
+            "--principal", "ada", "--state-dir", str(state), "--http", "127.0.0.1:0"]  # fmt: skip
+    with HttpServer([sys.executable, *argv]) as server:
+        client = Raw(server, provider.token("ada", ALL, audience))
+        try:
+            assert client.post(client.request("tools/list")).status_code == 200
+            client.token = add_token(state, "ada")
+            assert client.post(client.request("tools/list")).status_code == 200
+        finally:
+            client.close()
