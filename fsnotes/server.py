@@ -301,18 +301,17 @@ def http_authenticator(config: Config) -> BearerTokens | Chained:
     return tokens
 
 
-def _oauth_jail_needs(config: Config) -> tuple[list[str], list[int]]:
+def _oauth_jail_needs(authenticator: BearerTokens | Chained) -> tuple[list[str], list[int]]:
     """What fetching the issuer's keys needs inside the jail: the resolver's files and the CA
-    certificates (read-only), and the issuer's and JWKS's TCP ports (connect)."""
-    oauth = config.http.oauth if config.http is not None else None
-    if oauth is None:
+    certificates (read-only), and the TCP ports of the issuer and of its JWKS (connect)."""
+    if isinstance(authenticator, BearerTokens):
         return [], []
     from .security.oauth_settings import RESOLVER_FILES
 
     verify = ssl.get_default_verify_paths()
     candidates = [*RESOLVER_FILES, "/etc/ssl", verify.cafile, verify.capath]
     paths = [p for p in candidates if p and os.path.exists(p)]
-    return paths, oauth.tcp_ports()
+    return paths, authenticator.oauth.tcp_ports()
 
 
 def jail(
@@ -431,7 +430,7 @@ def _serve_http(config: Config) -> int:
         # The keys are fetched once before the jail; later fetches (rotation, refresh) go to
         # the ports the jail allows connecting to (see _oauth_jail_needs).
         authenticator.oauth.prefetch()
-    oauth_paths, oauth_ports = _oauth_jail_needs(config)
+    oauth_paths, oauth_ports = _oauth_jail_needs(authenticator)
     server = build(config)
     try:
         try:

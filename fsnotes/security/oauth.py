@@ -40,7 +40,6 @@ import logging
 import ssl
 import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -91,11 +90,21 @@ MAX_DOCUMENT_BYTES = 256 * 1024
 MAX_JWT_CHARS = 8192
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: it could lead to plain HTTP or to a port the jail refuses, and
+    the issuer's documents are published at the URLs configured or discovered."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
 def _fetch_json(url: str) -> Any:
     """GET ``url`` as JSON (bounded in size and time); OSError or ValueError on failure."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    context = ssl.create_default_context()
-    with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S, context=context) as answer:
+    opener = urllib.request.build_opener(
+        _NoRedirects, urllib.request.HTTPSHandler(context=ssl.create_default_context())
+    )
+    with opener.open(request, timeout=FETCH_TIMEOUT_S) as answer:
         body = answer.read(MAX_DOCUMENT_BYTES + 1)
     if len(body) > MAX_DOCUMENT_BYTES:
         raise ValueError(f"{url} sent more than {MAX_DOCUMENT_BYTES} bytes")
@@ -145,6 +154,14 @@ class OAuthTokens:
         self._tried_at: float | None = None  # when a fetch was last tried
         self._lock = threading.Lock()  # one fetch at a time
         self.fetches = 0  # how many JWKS fetches were made (for tests and doctor)
+
+    def tcp_ports(self) -> list[int]:
+        """The TCP ports fetches go to: the settings' and a discovered ``jwks_uri``'s."""
+        ports = set(self.settings.tcp_ports())
+        if self._jwks_uri is not None:
+            parts = urllib.parse.urlsplit(self._jwks_uri)
+            ports.add(parts.port or (443 if parts.scheme == "https" else 80))
+        return sorted(ports)
 
     def prefetch(self) -> None:
         """Fetch the JWKS now (at start-up); a failure is logged, not raised."""
