@@ -45,6 +45,13 @@ the config file can declare more workspaces, principals and grants::
     principal = "ada"
     sha256 = "<64 hex digits>"
 
+    [http.oauth]                      # OAuth access tokens too (security/oauth.py, README)
+    issuer = "https://id.example.com/realms/notes"
+    audience = "https://notes.example.com/mcp"   # this resource's URL (RFC 8707)
+    jwks_uri = "https://id.example.com/realms/notes/certs"  # default: the issuer's metadata
+    scopes_supported = ["notes:read", "notes:write", "notes:delete"]
+    principal_claim = "sub"
+
 Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
 ``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),
 ``FSNOTES_SETUP_MAX_ACCESS`` and ``FSNOTES_SETUP_BIND``; the state keys from
@@ -72,6 +79,7 @@ from .notes.indexer import DEFAULT_RESCAN_INTERVAL_S
 from .notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from .security.grants import Access, Grant, Workspace
 from .security.history_store import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, HistorySettings
+from .security.oauth_settings import SCOPE_ACCESS, OAuthConfigError, OAuthSettings
 from .security.tokens import TokenEntry, entry_from
 from .setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
 from .transport.http_settings import HttpSettings, SettingsError, parse_listen
@@ -326,7 +334,41 @@ def _prompt_settings(table: Any, extensions: tuple[str, ...]) -> DailySettings:
         raise ConfigError(f"[prompts] {exc}") from None
 
 
-HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token"}
+HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token", "oauth"}
+OAUTH_KEYS = {"issuer", "audience", "jwks_uri", "scopes_supported", "principal_claim"}
+
+
+def _oauth_settings(table: Any) -> OAuthSettings | None:
+    """The ``[http.oauth]`` table (see :mod:`fsnotes.security.oauth`), or ``None``."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError("[http.oauth] must be a table")
+    unknown = set(table) - OAUTH_KEYS
+    if unknown:
+        raise ConfigError(f"unknown keys in [http.oauth]: {', '.join(sorted(unknown))}")
+    for key in ("issuer", "audience"):
+        if not isinstance(table.get(key), str) or not table[key].strip():
+            raise ConfigError(f"[http.oauth] needs {key} (a URL)")
+    jwks_uri = table.get("jwks_uri")
+    claim = table.get("principal_claim", "sub")
+    if (jwks_uri is not None and not isinstance(jwks_uri, str)) or not isinstance(claim, str):
+        raise ConfigError("[http.oauth] jwks_uri and principal_claim must be strings")
+    scopes = table.get("scopes_supported", list(SCOPE_ACCESS))
+    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+        raise ConfigError("[http.oauth] scopes_supported must be a list of strings")
+    settings = OAuthSettings(
+        issuer=table["issuer"].strip(),
+        audience=table["audience"].strip(),
+        jwks_uri=jwks_uri.strip() if jwks_uri else None,
+        scopes_supported=tuple(scopes),
+        principal_claim=claim,
+    )
+    try:
+        settings.check()
+    except OAuthConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    return settings
 
 
 def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -357,6 +399,7 @@ def _http_settings(
             raise ConfigError(str(exc)) from None
     hosts = _string_list(table, "allowed_hosts")
     origins = _string_list(table, "allowed_origins")
+    oauth = _oauth_settings(table.get("oauth"))
     listen = listen or env.get("FSNOTES_HTTP") or None
     if listen is None:
         return None
@@ -369,6 +412,7 @@ def _http_settings(
             extra_hosts=hosts,
             extra_origins=origins,
             tokens=tuple(tokens),
+            oauth=oauth,
         )
         settings.check()
     except SettingsError as exc:

@@ -227,11 +227,31 @@ def _http(
             + (
                 f"; tokens act for {', '.join(repr(p) for p in sorted(principals))}"
                 if principals
+                else ""
+                if settings.oauth is not None
                 else "; no token is configured yet (fsnotes token add), so every request "
                 "would be refused"
             ),
         }
     )
+    oauth = settings.oauth
+    base["oauth"] = (
+        None
+        if oauth is None
+        else {
+            "issuer": oauth.issuer,
+            "audience": oauth.audience,
+            "metadata_url": oauth.metadata_url,
+            "scopes_supported": list(oauth.scopes_supported),
+            "principal_claim": oauth.principal_claim,
+            "connect_ports": oauth.tcp_ports(),
+        }
+    )
+    if oauth is not None:
+        base["exposes"] += (
+            f"; OAuth access tokens of {oauth.issuer} for {oauth.audience} act for their "
+            f"{oauth.principal_claim!r} claim"
+        )
     return base
 
 
@@ -258,9 +278,15 @@ def _http_lines(info: dict[str, Any]) -> list[str]:
         f"{names} with the port, and any configured); a present Origin one of "
         f"{len(info['allowed_origins'])}; anything else gets 403."
     )
+    oauth = info.get("oauth")
+    where = (
+        "to the OAuth issuer's port(s) " + ", ".join(str(p) for p in oauth["connect_ports"])
+        if oauth
+        else "nowhere"
+    )
     lines.append(
         "  Landlock: the endpoint's socket is bound before the jail, and the process may bind "
-        "no other port (but the setup page's) and connect nowhere."
+        f"no other port (but the setup page's) and connect {where}."
         if info["landlock_limits_ports"]
         else "  This kernel's Landlock cannot limit TCP ports (needs ABI 4, Linux 6.7)."
     )

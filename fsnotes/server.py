@@ -14,11 +14,12 @@ import ipaddress
 import logging
 import os
 import shlex
+import ssl
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -50,6 +51,9 @@ from .security.seal import Keyring, Sealer
 from .security.state import SharedState, StateUnavailable
 from .security.tokens import BearerTokens
 from .setup import code as setup_code
+
+if TYPE_CHECKING:
+    from .security.oauth import Chained
 from .setup.part import SetupError, SetupPart, build_setup
 from .setup.policy import PageUnavailable
 
@@ -269,24 +273,53 @@ def announce_setup_code(config: Config) -> None:
     )
 
 
-def http_authenticator(config: Config) -> BearerTokens:
-    """The bearer tokens an HTTP server accepts: the configuration's and the state
-    directory's (see :mod:`fsnotes.security.tokens`). Raises ConfigError when there are none
-    (every request would be refused) or the tokens file is unusable."""
+def http_authenticator(config: Config) -> BearerTokens | Chained:
+    """What an HTTP server accepts: the configuration's and the state directory's bearer
+    tokens (see :mod:`fsnotes.security.tokens`), then OAuth access tokens when
+    ``[http.oauth]`` is configured (:mod:`fsnotes.security.oauth`). Raises ConfigError when
+    nothing would be accepted, the tokens file is unusable, or OAuth needs its extra."""
     settings = config.http
     configured = settings.tokens if settings is not None else ()
     tokens = BearerTokens(configured, config.state_dir)
     if tokens.problem is not None:
         raise ConfigError(tokens.problem)
+    if settings is not None and settings.oauth is not None:
+        try:
+            from .security.oauth import Chained, OAuthTokens
+        except ImportError as exc:
+            raise ConfigError(
+                f"[http.oauth] needs PyJWT ({exc.name} is missing): pip install 'fsnotes[oauth]'"
+            ) from None
+        # The tokens file is read again when it changes: one added later counts at once.
+        return Chained(tokens, OAuthTokens(settings.oauth))
     if not tokens.entries:
         raise ConfigError(
             "--http needs at least one bearer token: run `fsnotes token add --principal NAME` "
-            "(with the same --state-dir), or add [[http.token]] to the configuration"
+            "(with the same --state-dir), or add [[http.token]] to the configuration, or "
+            "configure [http.oauth]"
         )
     return tokens
 
 
-def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport | None:
+def _oauth_jail_needs(authenticator: BearerTokens | Chained) -> tuple[list[str], list[int]]:
+    """What fetching the issuer's keys needs inside the jail: the resolver's files and the CA
+    certificates (read-only), and the TCP ports of the issuer and of its JWKS (connect)."""
+    if isinstance(authenticator, BearerTokens):
+        return [], []
+    from .security.oauth_settings import RESOLVER_FILES
+
+    verify = ssl.get_default_verify_paths()
+    candidates = [*RESOLVER_FILES, "/etc/ssl", verify.cafile, verify.capath]
+    paths = [p for p in candidates if p and os.path.exists(p)]
+    return paths, authenticator.oauth.tcp_ports()
+
+
+def jail(
+    server: Server,
+    *,
+    extra_read_only: Sequence[str] = (),
+    extra_connect_tcp: Sequence[int] = (),
+) -> JailReport | None:
     """Apply Landlock for this server's workspaces and state directory (layer 3)."""
     if not server.config.landlock:
         log.warning("Landlock disabled by --no-landlock: layer 3 is off for this process")
@@ -314,7 +347,7 @@ def jail(server: Server, *, extra_read_only: Sequence[str] = ()) -> JailReport |
         ],
         allow_bind_tcp=[setup.port] if setup.enabled else [],
         # The shared database's port, when it is reached over TCP.
-        allow_connect_tcp=server.shared.tcp_ports(),
+        allow_connect_tcp=[*server.shared.tcp_ports(), *extra_connect_tcp],
     )
     if report.applied:
         log.info("Landlock ABI %s applied", report.abi)
@@ -393,6 +426,11 @@ def _serve_http(config: Config) -> int:
     settings = config.http
     assert settings is not None
     authenticator = http_authenticator(config)
+    if not isinstance(authenticator, BearerTokens):
+        # The keys are fetched once before the jail; later fetches (rotation, refresh) go to
+        # the ports the jail allows connecting to (see _oauth_jail_needs).
+        authenticator.oauth.prefetch()
+    oauth_paths, oauth_ports = _oauth_jail_needs(authenticator)
     server = build(config)
     try:
         try:
@@ -407,10 +445,10 @@ def _serve_http(config: Config) -> int:
                     "exposing %d workspace(s) over HTTP at %s to principals %s (--http-expose)",
                     len(config.workspaces),
                     settings.describe(port),
-                    ", ".join(repr(p) for p in authenticator.principals()),
+                    ", ".join(repr(p) for p in authenticator.principals()) or "(OAuth only)",
                 )
             try:
-                jail(server)
+                jail(server, extra_read_only=oauth_paths, extra_connect_tcp=oauth_ports)
             except JailError as exc:
                 raise ConfigError(
                     f"cannot apply the Landlock jail ({exc}"

@@ -6,7 +6,8 @@ makes a confirmation usable once, the audit log, the history store (what changes
 replaced), the state directory's files and locks, the rendering of values a person must
 judge (``shown``), and where the shared stores live (``state``: the state directory's SQLite
 files, or PostgreSQL behind the same ``database`` seam), and the HTTP transport's bearer
-tokens (``tokens``: stored as digests, behind ``Authenticator``).
+tokens (``tokens``: stored as digests, behind ``Authenticator``) and OAuth access tokens
+(``oauth``, with PyJWT; its settings in ``oauth_settings``, readable without it).
 
 ``__all__`` is what other packages use (``statedir``, ``history_store`` and ``shown`` as
 whole modules: the
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     )
     from .consent import Binding, ConsentRefused, Subject, answer_of, open_state
     from .database import SQL, Database
-    from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace
+    from .grants import Access, Grant, Grants, NotGranted, RuntimeLayer, Workspace, ceiling_of
     from .history_store import (
         DEFAULT_MAX_AGE_S,
         DEFAULT_MAX_BYTES,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
         HistoryUnavailable,
         Version,
     )
+    from .oauth import Chained, OAuthTokens
+    from .oauth_settings import RESOLVER_FILES, SCOPE_ACCESS, OAuthConfigError, OAuthSettings
     from .replay import (
         AlreadyUsed,
         ClaimNotRecorded,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     from .tokens import (
         Authenticator,
         BearerTokens,
+        InsufficientScope,
         TokenEntry,
         TokenFileError,
         Unauthenticated,
@@ -72,6 +76,8 @@ __all__ = [
     "DEFAULT_MAX_AGE_S",
     "DEFAULT_MAX_BYTES",
     "PENDING",
+    "RESOLVER_FILES",
+    "SCOPE_ACCESS",
     "SQL",
     "Access",
     "AlreadyUsed",
@@ -80,6 +86,7 @@ __all__ = [
     "Authenticator",
     "BearerTokens",
     "Binding",
+    "Chained",
     "ClaimNotRecorded",
     "ConsentRefused",
     "Database",
@@ -89,9 +96,13 @@ __all__ = [
     "HistorySettings",
     "HistoryStore",
     "HistoryUnavailable",
+    "InsufficientScope",
     "Keyring",
     "LocalDB",
     "NotGranted",
+    "OAuthConfigError",
+    "OAuthSettings",
+    "OAuthTokens",
     "Record",
     "ReplayStore",
     "RuntimeLayer",
@@ -110,6 +121,7 @@ __all__ = [
     "Workspace",
     "add_token",
     "answer_of",
+    "ceiling_of",
     "default_instance",
     "distinguishable",
     "entry_from",
@@ -127,6 +139,14 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
+    "SCOPE_ACCESS": "oauth_settings",
+    "RESOLVER_FILES": "oauth_settings",
+    "OAuthSettings": "oauth_settings",
+    "OAuthConfigError": "oauth_settings",
+    "Chained": "oauth",
+    "OAuthTokens": "oauth",
+    "ceiling_of": "grants",
+    "InsufficientScope": "tokens",
     "DEFAULT_MAX_AGE_S": "history_store",
     "DEFAULT_MAX_BYTES": "history_store",
     "Access": "grants",

@@ -53,6 +53,29 @@ _LABELS: dict[Access, Literal["read", "write", "delete"]] = {
 }
 
 
+class Principal(str):
+    """A principal whose credentials allow at most ``ceiling``, whatever its grants say.
+
+    An OAuth access token's scopes are such a ceiling (:mod:`fsnotes.security.oauth`): the
+    effective access in a workspace is the lower of the grant and the ceiling. It is a ``str``
+    (equal to, and hashed as, the plain name), so it travels through every layer that passes a
+    principal on; :meth:`Grants.granted` and :meth:`Grants.access` apply the ceiling. A plain
+    ``str`` principal has no ceiling.
+    """
+
+    ceiling: Access
+
+    def __new__(cls, name: str, ceiling: Access) -> Principal:
+        self = super().__new__(cls, name)
+        self.ceiling = ceiling
+        return self
+
+
+def ceiling_of(principal: str) -> Access:
+    """The most ``principal``'s credentials allow (``delete`` for a plain name)."""
+    return principal.ceiling if isinstance(principal, Principal) else Access.DELETE
+
+
 class NotGranted(Exception):
     """The principal has no grant (or too little access) for what it asked.
 
@@ -191,15 +214,18 @@ class Grants:
     def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
         """The workspaces this principal may use: configured ones first, in order."""
         workspaces, grants = self._current()
+        ceiling = ceiling_of(principal)
         out = []
         for ws in workspaces.values():
             access = grants.get((principal, ws.name))
             if access is not None:
-                out.append((ws, access))
+                out.append((ws, min(access, ceiling)))
         return out
 
     def access(self, principal: str, workspace: Workspace) -> Access | None:
-        return self._current()[1].get((principal, workspace.name))
+        """The principal's access to ``workspace`` (its grant, lowered to its ceiling)."""
+        access = self._current()[1].get((principal, workspace.name))
+        return None if access is None else min(access, ceiling_of(principal))
 
     def authorize_workspace_uri(self, principal: str, uri: str, needed: Access) -> Workspace:
         """The granted workspace whose URI is exactly ``uri`` (after strict parsing)."""

@@ -22,8 +22,8 @@ Comparison is constant-time (:func:`hmac.compare_digest` on the digests, over ev
 without stopping at a match), so timing tells nothing about how close a guess was. Tokens are
 never logged, and a refusal says nothing about why (:class:`Unauthenticated` has one message).
 
-:class:`Authenticator` is the interface the transport asks; OAuth (a later issue) implements it
-with access tokens instead of these.
+:class:`Authenticator` is the interface the transport asks; :mod:`fsnotes.security.oauth`
+implements it with OAuth access tokens, beside these.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ class Unauthenticated(Exception):
 
     def __init__(self) -> None:
         super().__init__("Unauthorized")
+
+
+class InsufficientScope(Exception):
+    """Valid credentials whose scopes allow nothing here: answered 403 with
+    ``WWW-Authenticate: Bearer error="insufficient_scope"`` (RFC 6750 3.1)."""
+
+    def __init__(self) -> None:
+        super().__init__("Forbidden: insufficient scope")
 
 
 class TokenFileError(Exception):
@@ -227,9 +235,10 @@ def revoke_tokens(
     return len(entries) - len(kept)
 
 
-def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer`` value, or ``None`` if it is not one."""
-    if authorization is None or len(authorization) > MAX_TOKEN_CHARS + 16:
+def bearer_token(authorization: str | None, *, max_chars: int = MAX_TOKEN_CHARS) -> str | None:
+    """The token of an ``Authorization: Bearer`` value, or ``None`` if it is not one (or is
+    longer than ``max_chars``)."""
+    if authorization is None or len(authorization) > max_chars + 16:
         return None
     match = _BEARER_RE.fullmatch(authorization)
     return match.group(1) if match else None

@@ -2,7 +2,9 @@
 
 Every request is checked in this order, and refused at the first failure, before its body is
 read: ``Host`` in the allowlist and a present ``Origin`` allowed (403, DNS rebinding; see
-:mod:`http_settings`), a bearer token (401 with ``WWW-Authenticate: Bearer`` and nothing else),
+:mod:`http_settings`), a bearer token (401 with ``WWW-Authenticate: Bearer`` and nothing else;
+with ``[http.oauth]``, the protected resource metadata is served before this check, the
+challenge names it, and a token whose scopes allow nothing gets 403 ``insufficient_scope``),
 the path (404) and the method (405). A POST then needs ``Content-Type: application/json`` (415)
 and an ``Accept`` taking both JSON and SSE (406), and a body of at most
 :data:`~fsnotes.transport.http_wire.MAX_BODY_BYTES` (413, unread when ``Content-Length`` says
@@ -35,6 +37,7 @@ Not supported (MAY in the spec): resuming streams with ``Last-Event-ID`` (ignore
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -59,7 +62,7 @@ from fsnotes.protocol.wire import (
     error_message,
     fault_message,
 )
-from fsnotes.security.tokens import Authenticator, Unauthenticated
+from fsnotes.security.tokens import Authenticator, InsufficientScope, Unauthenticated
 from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_legacy import LegacySessions
 from fsnotes.transport.http_reply import (
@@ -164,13 +167,31 @@ class McpEndpoint:
         if repeated or (origin is not None and origin.lower() not in self._origins):
             await refuse(send, 403, "Forbidden: requests from that Origin are refused")
             return
-        principal = await self._principal(headers)
+        oauth = self.settings.oauth
+        if oauth is not None and scope["path"] in oauth.metadata_paths:
+            # RFC 9728 3: the protected resource metadata, for anyone (it holds no secret).
+            if scope["method"] not in ("GET", "HEAD"):
+                await refuse(send, 405, "Method not allowed", [(b"allow", b"GET")])
+                return
+            await respond(send, 200, json.dumps(oauth.metadata()).encode())
+            return
+        try:
+            principal = await self._principal(headers)
+        except InsufficientScope:
+            await respond(
+                send,
+                403,
+                _refusal(None, INVALID_REQUEST, "Forbidden: insufficient scope"),
+                [(b"www-authenticate", self._challenge("insufficient_scope"))],
+            )
+            return
         if principal is None:
+            presented = hw.single(headers, "authorization")[0] is not None
             await respond(
                 send,
                 401,
                 _refusal(None, INVALID_REQUEST, "Unauthorized"),
-                [(b"www-authenticate", b"Bearer")],
+                [(b"www-authenticate", self._challenge("invalid_token" if presented else None))],
             )
             return
         if scope["path"] != ENDPOINT_PATH:
@@ -190,6 +211,21 @@ class McpEndpoint:
             # Returning with the response unfinished makes uvicorn close the connection (and
             # log one line, where raising would log a traceback for a client's behaviour).
             _log.warning("an HTTP client read nothing for a while; closing its connection")
+
+    def _challenge(self, error: str | None) -> bytes:
+        """``WWW-Authenticate``: plain ``Bearer`` with static tokens only; with OAuth, the
+        MCP authorization spec's ``resource_metadata`` and ``scope`` (RFC 9728 5.1, RFC 6750
+        3), and ``error`` when a token was presented (none when it was absent, RFC 6750 3.1)."""
+        oauth = self.settings.oauth
+        if oauth is None:
+            return b"Bearer"
+        parts = [
+            f'resource_metadata="{oauth.metadata_url}"',
+            f'scope="{" ".join(oauth.scopes_supported)}"',
+        ]
+        if error is not None:
+            parts.insert(0, f'error="{error}"')
+        return ("Bearer " + ", ".join(parts)).encode()
 
     async def _principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
         value, repeated = hw.single(headers, "authorization")

@@ -28,6 +28,7 @@ import anyio
 from fsnotes.protocol.connection import ServerConnection
 from fsnotes.protocol.registry import JSONObject
 from fsnotes.protocol.wire import TaskKey
+from fsnotes.security.grants import ceiling_of
 
 _log = logging.getLogger("fsnotes.transport")
 
@@ -185,7 +186,14 @@ class SessionTable:
         """The live session ``session_id`` of ``principal``; ``None`` for an unknown or ended
         id, and for another principal's (whose id is not this caller's to use)."""
         session = self._live.get(session_id)
-        if session is None or session.ended or session.principal != principal:
+        # Bound to the principal and to its ceiling (an OAuth token's scopes): a token with
+        # other scopes cannot act in a session another token opened.
+        if (
+            session is None
+            or session.ended
+            or session.principal != principal
+            or ceiling_of(session.principal) != ceiling_of(principal)
+        ):
             return None
         return session
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from fsnotes.security.oauth_settings import OAuthSettings
 from fsnotes.security.tokens import TokenEntry
 
 # The endpoint's path (the spec's examples use /mcp; every SDK client takes the whole URL).
@@ -72,6 +73,7 @@ class HttpSettings:
     extra_hosts: tuple[str, ...] = ()  # [http] allowed_hosts (Host values, port optional)
     extra_origins: tuple[str, ...] = ()  # [http] allowed_origins (scheme://host[:port])
     tokens: tuple[TokenEntry, ...] = field(default=(), repr=False)  # [[http.token]]
+    oauth: OAuthSettings | None = None  # [http.oauth]: OAuth access tokens too
 
     @property
     def loopback(self) -> bool:
@@ -124,4 +126,5 @@ class HttpSettings:
             reach = "every network interface of this machine (or container)"
         else:
             reach = f"every host that can reach {self.host}"
-        return f"{where}, reachable from {reach}, bearer token required on every request"
+        auth = "bearer token (static or OAuth)" if self.oauth is not None else "bearer token"
+        return f"{where}, reachable from {reach}, {auth} required on every request"
