@@ -90,7 +90,7 @@ def test_confirmed_delete_through_the_sdk_over_http(
     assert not (workspace / "groceries.md").exists()
     assert (workspace / "garden/groceries-list.md").exists()
     if mode == "legacy":
-        assert "the client ended it (DELETE)" in server.stderr()
+        assert server.logged("the client ended it (DELETE)"), server.stderr()
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -88,6 +88,16 @@ class HttpServer:
     def stderr(self) -> str:
         return "".join(self._lines)
 
+    def logged(self, text: str, timeout: float = 10) -> bool:
+        """Whether ``text`` appears on the server's stderr within ``timeout`` seconds: a line
+        the server writes after its response reaches the reader thread a moment later."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                return text in self.stderr()
+            time.sleep(0.02)
+        return True
+
     def stop(self, timeout: float = 15) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
