@@ -25,8 +25,10 @@
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 # --- stage 1: build the fsnotes wheel and install it with its runtime deps into a venv
-# (with the [setup] and [http] extras: the setup page's and the HTTP transport's stack,
-# imported only when a setup allowlist or --http is configured)
+# (with the [setup], [http], [postgres] and [oauth] extras: the setup page's and the HTTP
+# transport's stack, the PostgreSQL driver for shared state and the JOSE library for OAuth
+# access tokens, each imported only when configured; a team deployment needs the last two,
+# README "Shared state: several instances")
 FROM ${BASE_IMAGE} AS wheels
 COPY . /src
 # Offline when the context carries wheels/ (prepared by .ci/docker.sh): Debian's python3
@@ -39,11 +41,11 @@ RUN set -eu; \
         pip_whl=$(ls /src/wheels/pip-*.whl); \
         pip="/opt/venv/bin/python $pip_whl/pip"; \
         $pip wheel -q --no-index --find-links /src/wheels --no-deps -w /tmp/dist /src; \
-        $pip install -q --no-index --find-links /src/wheels --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup,http]"; \
+        $pip install -q --no-index --find-links /src/wheels --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup,http,postgres,oauth]"; \
     else \
         python3 -m venv --without-pip /opt/venv; \
         python3 -m pip wheel -q --no-deps -w /tmp/dist /src; \
-        python3 -m pip --python /opt/venv/bin/python install -q --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup,http]"; \
+        python3 -m pip --python /opt/venv/bin/python install -q --no-compile "$(ls /tmp/dist/fsnotes-*.whl)[setup,http,postgres,oauth]"; \
     fi; \
     /opt/venv/bin/python -m compileall -q /opt/venv/lib
 

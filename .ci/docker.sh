@@ -176,8 +176,11 @@ prepare_context() {
 import sys, tomllib
 with open(sys.argv[1], "rb") as f:
     project = tomllib.load(f)["project"]
-# The image carries the setup page's optional stack too (see the Dockerfile).
-print("\n".join(project["dependencies"] + project["optional-dependencies"]["setup"]))
+# The image carries the optional stacks the Dockerfile installs (its [setup,http,postgres,oauth]).
+extras = project["optional-dependencies"]
+print("\n".join(project["dependencies"] + [
+    req for name in ("setup", "http", "postgres", "oauth") for req in extras[name]
+]))
 EOF
     )
     local wheel_cache="$CI_DIR/wheel-cache"
