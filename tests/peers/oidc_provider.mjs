@@ -76,7 +76,9 @@ async function start(port) {
     clients,
     // Cookie signing keys for the login pages (a test provider; nothing outlives the process).
     cookies: { keys: [Math.random().toString(36).slice(2)] },
-    scopes: ['openid', 'offline_access'],
+    // The resources' scopes are the provider's too: dynamic registration accepts a client's
+    // `scope` only from these, and a host registers with the scopes the resource asks for.
+    scopes: ['openid', 'offline_access', ...new Set([...resources.values()].flatMap((s) => s.split(' ')))],
     features: {
       clientCredentials: { enabled: true },
       registration: { enabled: true },
