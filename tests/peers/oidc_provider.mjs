@@ -18,7 +18,9 @@
 // Prints "oidc provider at ISSUER" on stdout once listening, logs "METHOD PATH STATUS" for
 // every request on stderr (the tests count JWKS fetches from it), and stops on SIGTERM.
 
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 
 import Provider, { errors } from 'oidc-provider';
@@ -65,7 +67,7 @@ function resourceServer(indicator) {
 
 async function start(port) {
   // The issuer is fixed before listening, so a free port is found first by listening on it.
-  const server = (await import('node:http')).createServer();
+  const server = createServer();
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolve);
@@ -75,7 +77,7 @@ async function start(port) {
     jwks,
     clients,
     // Cookie signing keys for the login pages (a test provider; nothing outlives the process).
-    cookies: { keys: [Math.random().toString(36).slice(2)] },
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
     // The resources' scopes are the provider's too: dynamic registration accepts a client's
     // `scope` only from these, and a host registers with the scopes the resource asks for.
     scopes: ['openid', 'offline_access', ...new Set([...resources.values()].flatMap((s) => s.split(' ')))],
