@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m fsnotes.demo
 
-# Node-based test peers (TypeScript SDK client, Inspector); skipped with a reason if npm is absent.
+# Node-based test peers (TypeScript SDK client, Inspector, oidc-provider for the OAuth tests);
+# skipped with a reason if npm is absent.
 peers:
 	$(PYTHON) tests/peers/install.py
 

@@ -1,10 +1,11 @@
 """Install the node test peers from their lockfiles (called by `make peers`).
 
 Two package directories, each with its own package-lock.json: this one (the TypeScript SDK
-client, the Inspector and node 22) and conformance/ (the official MCP conformance suite in the
-two versions fsnotes is held to, side by side under npm aliases; run with this directory's node
-22). For each, runs `npm install --no-save` from the lockfile when npm exists and the lockfile
-changed since the last install (a stamp file inside node_modules records the lockfile's hash).
+client, the Inspector, oidc-provider for the OAuth tests, and node 22) and conformance/ (the
+official MCP conformance suite in the two versions fsnotes is held to, side by side under npm
+aliases; run with this directory's node 22). For each, runs `npm install --no-save` from the
+lockfile when npm exists and the lockfile changed since the last install (a stamp file inside
+node_modules records the lockfile's hash).
 Not `npm ci`: vite (a dependency of the Inspector) names an optional Windows-only package that
 the registry does not serve, so npm leaves it out of the lockfile and `npm ci` then refuses the
 lockfile as out of sync. `--no-save` installs exactly the locked versions and never rewrites

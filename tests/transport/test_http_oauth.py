@@ -1,17 +1,22 @@
-"""OAuth access tokens on a real `fsnotes serve --http`, issued by a real OpenID provider
-process on loopback (tests/servers/oidc_provider.py: discovery, JWKS, signed RS256 tokens,
-key rotation): a valid token acts with its subject's grants lowered to its scopes; expired,
-not-yet-valid, wrong-audience, wrong-issuer, unknown-key, `alg: none` and forged tokens each
-get the same 401; the protected resource metadata (RFC 9728) is served and named in the
-challenge; static tokens keep working beside OAuth; rotation at the provider is followed."""
+"""OAuth access tokens on a real `fsnotes serve --http`, issued by a real OpenID provider on
+loopback: panva's oidc-provider (tests/transport/oidc_support.py), with client_credentials and
+RFC 8707 resource indicators issuing RFC 9068 JWT access tokens.
+
+A real token acts with its subject's grants lowered to its scopes, and never with another
+subject's; the server finds the provider's keys through its OpenID metadata and follows a key
+rotation at the provider (restarted with new keys) without fetching on every unknown kid.
+Tokens the provider will not issue (expired, not yet valid, wrong issuer, unknown kid,
+`alg: none`, a forged signature, HS256 keyed with the public key) are crafted from a real one,
+signed with the provider's own key where a valid signature is needed, so only the one claim
+under test is wrong; a real token for another resource the provider serves is the wrong
+audience. Each gets the same 401. The protected resource metadata (RFC 9728) is served and
+named in the challenge; static tokens keep working beside OAuth."""
 
 from __future__ import annotations
 
 import base64
 import json
-import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,58 +26,21 @@ from typing import Any
 import httpx2
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from fsnotes.security.oauth import JWKS_MIN_REFETCH_S
 
-from .http_support import REPO, HttpServer, Raw, add_token
+from .http_support import HttpServer, Raw, add_token
+from .oidc_support import OidcProvider, SigningKey, claims_of, missing
 from .test_http_sessions import call, initialize, legacy
 
 pytestmark = pytest.mark.timeout(120)
+if (reason := missing()) is not None:
+    pytest.skip(f"OAuth tests against a real provider skipped: {reason}", allow_module_level=True)
 
 ALL = "notes:read notes:write notes:delete"
 UNAUTHORIZED = b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unauthorized"}}\n'
-
-
-class Provider:
-    """The test OpenID provider process, stopped by its process id."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(REPO / "tests/servers/oidc_provider.py")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            cwd=REPO,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().decode()
-        assert line.startswith("oidc provider at "), line
-        self.issuer = line.split(" at ", 1)[1].strip()
-        self.http = httpx2.Client(timeout=10)
-
-    def token(self, sub: str, scope: str, resource: str, **knobs: Any) -> str:
-        form = {"grant_type": "client_credentials", "client_id": sub, "scope": scope,
-                "resource": resource, **{k: str(v) for k, v in knobs.items()}}  # fmt: skip
-        answer = self.http.post(f"{self.issuer}/token", data=form)
-        answer.raise_for_status()
-        token: str = answer.json()["access_token"]
-        return token
-
-    def rotate(self) -> None:
-        self.http.post(f"{self.issuer}/rotate").raise_for_status()
-
-    def jwks_fetches(self) -> int:
-        count: int = self.http.get(f"{self.issuer}/stats").json()["jwks_fetches"]
-        return count
-
-    def stop(self) -> None:
-        self.http.close()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+# The audience of test_oauth_alone_starts...: nothing listens there, only the token names it.
+ALONE_AUDIENCE = "http://127.0.0.1:9/mcp"
 
 
 def _free_port() -> int:
@@ -83,13 +51,13 @@ def _free_port() -> int:
 
 
 class Setup:
-    def __init__(self, tmp: Path, provider: Provider) -> None:
+    def __init__(self, tmp: Path, provider: OidcProvider, port: int) -> None:
         self.notes, self.team, self.state = tmp / "notes", tmp / "team", tmp / "state"
         self.notes.mkdir()
         self.team.mkdir()
         (self.notes / "mine.md").write_text("# Mine\n")
         (self.team / "shared.md").write_text("# Shared\n")
-        self.port = _free_port()
+        self.port = port
         self.audience = f"http://127.0.0.1:{self.port}/mcp"
         self.provider = provider
         self.config = tmp / "fsnotes.toml"
@@ -106,13 +74,30 @@ class Setup:
         argv = ["-m", "fsnotes", "serve", "--config", str(self.config), "--http", listen]
         self.server = HttpServer([sys.executable, *argv])
 
-    def token(self, sub: str = "ada", scope: str = ALL, **knobs: Any) -> str:
-        return self.provider.token(sub, scope, knobs.pop("resource", self.audience), **knobs)
+    def token(self, sub: str = "ada", scope: str = ALL, resource: str | None = None) -> str:
+        return self.provider.token(sub, scope, resource or self.audience)
+
+    def crafted(self, token: str, *, kid: str | None = None, **claims: Any) -> str:
+        """A real token's claims with ``claims`` changed, signed with the provider's key."""
+        return self.provider.key.sign({**claims_of(token), **claims}, kid=kid)
 
 
 @pytest.fixture(scope="module")
-def provider() -> Iterator[Provider]:
-    p = Provider()
+def fsnotes_port() -> int:
+    return _free_port()
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory, fsnotes_port: int) -> Iterator[OidcProvider]:
+    audience = f"http://127.0.0.1:{fsnotes_port}/mcp"
+    resources = {
+        audience: ALL,
+        ALONE_AUDIENCE: ALL,
+        # Another resource server the provider serves, with the same scopes: its tokens differ
+        # from fsnotes' only in aud.
+        f"http://127.0.0.1:{fsnotes_port}/other": ALL,
+    }
+    p = OidcProvider(tmp_path_factory.mktemp("oidc"), resources, ["ada", "bob", "mallory"])
     try:
         yield p
     finally:
@@ -120,8 +105,10 @@ def provider() -> Iterator[Provider]:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory, provider: Provider) -> Iterator[Setup]:
-    s = Setup(tmp_path_factory.mktemp("oauth"), provider)
+def setup(
+    tmp_path_factory: pytest.TempPathFactory, provider: OidcProvider, fsnotes_port: int
+) -> Iterator[Setup]:
+    s = Setup(tmp_path_factory.mktemp("oauth"), provider, fsnotes_port)
     with s.server:
         yield s
 
@@ -152,8 +139,18 @@ def _post(setup: Setup, token: str | None) -> httpx2.Response:
         client.close()
 
 
+def test_the_keys_are_found_through_the_issuers_metadata(setup: Setup) -> None:
+    # No jwks_uri configured: at start-up the server read the provider's RFC 8414 metadata
+    # (oidc-provider serves it beside OpenID discovery's) and the JWKS it names.
+    p = setup.provider
+    assert p.requests("GET", "/.well-known/oauth-authorization-server") >= 1
+    assert p.metadata()["jwks_uri"] == f"{p.issuer}/jwks"
+    assert p.requests("GET", "/jwks") >= 1
+
+
 def test_a_valid_token_acts_with_its_subjects_grants(setup: Setup) -> None:
     token = setup.token("ada")
+    assert claims_of(token)["sub"] == "ada"
     assert _list(setup, token) == [setup.notes.as_uri()]
     made = _create(setup, token, setup.notes, "by-oauth.md")
     assert made["result"]["isError"] is False and (setup.notes / "by-oauth.md").exists()
@@ -172,6 +169,7 @@ def test_one_principals_token_never_uses_anothers_grants(setup: Setup) -> None:
 
 def test_the_scope_lowers_the_grant(setup: Setup) -> None:
     reader = setup.token("ada", "notes:read")
+    assert claims_of(reader)["scope"] == "notes:read"
     read = _call(setup.server, reader, "notes_read", {"uri": (setup.notes / "mine.md").as_uri()})
     assert read["result"]["isError"] is False
     wrote = _create(setup, reader, setup.notes, "reader.md")
@@ -185,7 +183,10 @@ def test_the_scope_lowers_the_grant(setup: Setup) -> None:
 
 
 def test_a_token_without_a_notes_scope_gets_403_insufficient_scope(setup: Setup) -> None:
-    response = _post(setup, setup.token("ada", "openid profile"))
+    # The provider drops scopes the resource does not accept: this token has no scope at all.
+    token = setup.token("ada", "openid profile")
+    assert "scope" not in claims_of(token)
+    response = _post(setup, token)
     assert response.status_code == 403
     challenge = response.headers["www-authenticate"]
     assert challenge.startswith('Bearer error="insufficient_scope"')
@@ -194,42 +195,43 @@ def test_a_token_without_a_notes_scope_gets_403_insufficient_scope(setup: Setup)
 
 def _forged(token: str) -> str:
     """The same header and claims, signed by a key that is not the provider's."""
-    header = jwt.get_unverified_header(token)
-    claims = jwt.decode(token, options={"verify_signature": False})
-    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return jwt.encode(claims, other, algorithm="RS256", headers={"kid": header["kid"]})
+    return SigningKey(kid=jwt.get_unverified_header(token)["kid"]).sign(claims_of(token))
 
 
-def _hmac_with_public_key(token: str, provider: Provider) -> str:
-    """Algorithm confusion: HS256 keyed with the provider's public RSA modulus (anyone has
-    it), naming the provider's kid."""
-    header = jwt.get_unverified_header(token)
-    claims = jwt.decode(token, options={"verify_signature": False})
-    jwks = httpx2.get(f"{provider.issuer}/jwks", timeout=10).json()
-    secret = jwks["keys"][0]["n"].encode()
-    return jwt.encode(claims, secret, algorithm="HS256", headers={"kid": header["kid"]})
+def _hmac_with_public_key(token: str, provider: OidcProvider) -> str:
+    """Algorithm confusion: HS256 keyed with the provider's public RSA modulus (anyone can
+    fetch it from the JWKS), naming the provider's kid."""
+    kid = jwt.get_unverified_header(token)["kid"]
+    jwks = httpx2.get(provider.metadata()["jwks_uri"], timeout=10).json()
+    secret = next(k for k in jwks["keys"] if k["kid"] == kid)["n"].encode()
+    return jwt.encode(claims_of(token), secret, algorithm="HS256", headers={"kid": kid})
 
 
 def _unsigned(token: str) -> str:
-    claims = jwt.decode(token, options={"verify_signature": False})
-    head = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT"}).encode())
-    body = base64.urlsafe_b64encode(json.dumps(claims).encode())
+    head = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "at+jwt"}).encode())
+    body = base64.urlsafe_b64encode(json.dumps(claims_of(token)).encode())
     return f"{head.decode().rstrip('=')}.{body.decode().rstrip('=')}."
 
 
 def test_bad_tokens_each_get_the_same_401_revealing_nothing(setup: Setup) -> None:
     good = setup.token("ada")
+    now = int(time.time())
+    wrong_audience = setup.token("ada", resource=f"http://127.0.0.1:{setup.port}/other")
+    assert claims_of(wrong_audience)["scope"] == ALL  # a real token; only aud differs
     bad = {
-        "expired": setup.token("ada", expires_in=-3600),
-        "not yet valid": setup.token("ada", not_before_in=3600),
-        "wrong audience": setup.token("ada", resource="http://127.0.0.1:1/mcp"),
-        "wrong issuer": setup.token("ada", issuer="http://127.0.0.1:1"),
-        "unknown key id": setup.token("ada", kid="not-a-key-of-the-provider"),
+        # Past the 60 s leeway either way.
+        "expired": setup.crafted(good, exp=now - 3600),
+        "not yet valid": setup.crafted(good, nbf=now + 3600),
+        "wrong audience": wrong_audience,
+        "wrong issuer": setup.crafted(good, iss="http://127.0.0.1:1"),
+        "unknown key id": setup.crafted(good, kid="not-a-key-of-the-provider"),
         "alg none": _unsigned(good),
         "forged signature": _forged(good),
         "HS256 with the public key": _hmac_with_public_key(good, setup.provider),
         "garbage": "a.b.c",
     }
+    # The crafted ones are otherwise good: the same claims, re-signed, are accepted.
+    assert _post(setup, setup.crafted(good)).status_code == 200
     answers = {why: _post(setup, token) for why, token in bad.items()}
     for why, r in answers.items():
         assert r.status_code == 401, why
@@ -268,21 +270,36 @@ def test_static_tokens_keep_working_beside_oauth(setup: Setup) -> None:
 
 
 def test_key_rotation_at_the_provider_is_followed(setup: Setup) -> None:
+    p = setup.provider
+    old_key = p.key
     old = setup.token("ada")
     assert _post(setup, old).status_code == 200
-    setup.provider.rotate()
+    # The provider publishes a new key first and keeps the old one: tokens of both verify.
+    new_key = SigningKey()
+    p.rotate([new_key, old_key])
     # A token with an unknown kid fetches the JWKS again, at most once per JWKS_MIN_REFETCH_S.
     time.sleep(JWKS_MIN_REFETCH_S + 0.5)
-    before = setup.provider.jwks_fetches()
+    before = p.requests("GET", "/jwks")
     new = setup.token("ada")
+    assert jwt.get_unverified_header(new)["kid"] == new_key.kid
     assert _post(setup, new).status_code == 200
-    assert setup.provider.jwks_fetches() == before + 1
-    # The rotated-out key is gone from the cache with the refetch.
+    assert _post(setup, old).status_code == 200
+    assert p.requests("GET", "/jwks") == before + 1
+    # Then it retires both for a third: their tokens stop working with the refetch its
+    # first token makes.
+    newest_key = SigningKey()
+    p.rotate([newest_key])
+    time.sleep(JWKS_MIN_REFETCH_S + 0.5)
+    newest = setup.token("ada")
+    assert jwt.get_unverified_header(newest)["kid"] == newest_key.kid
+    assert _post(setup, newest).status_code == 200
+    assert p.requests("GET", "/jwks") == before + 2
     assert _post(setup, old).status_code == 401
-    # Made-up key ids right after do not make the server fetch again.
+    assert _post(setup, new).status_code == 401
+    # Made-up key ids right after (signed with the provider's key) make no fetch.
     for i in range(5):
-        assert _post(setup, setup.token("ada", kid=f"made-up-{i}")).status_code == 401
-    assert setup.provider.jwks_fetches() == before + 1
+        assert _post(setup, setup.crafted(newest, kid=f"made-up-{i}")).status_code == 401
+    assert p.requests("GET", "/jwks") == before + 2
 
 
 def test_a_session_is_bound_to_the_scopes_of_the_token_that_opened_it(setup: Setup) -> None:
@@ -303,17 +320,18 @@ def test_a_session_is_bound_to_the_scopes_of_the_token_that_opened_it(setup: Set
 
 
 def test_oauth_alone_starts_and_a_static_token_added_while_serving_counts(
-    tmp_path: Path, provider: Provider
+    tmp_path: Path, provider: OidcProvider
 ) -> None:
     notes, state = tmp_path / "notes", tmp_path / "state"
     notes.mkdir()
     config = tmp_path / "fsnotes.toml"
-    audience = "http://127.0.0.1:9/mcp"
-    config.write_text(f'[http.oauth]\nissuer = "{provider.issuer}"\naudience = "{audience}"\n')
+    config.write_text(
+        f'[http.oauth]\nissuer = "{provider.issuer}"\naudience = "{ALONE_AUDIENCE}"\n'
+    )
     argv = ["-m", "fsnotes", "serve", "--config", str(config), "--workspace", str(notes),
             "--principal", "ada", "--state-dir", str(state), "--http", "127.0.0.1:0"]  # fmt: skip
     with HttpServer([sys.executable, *argv]) as server:
-        client = Raw(server, provider.token("ada", ALL, audience))
+        client = Raw(server, provider.token("ada", ALL, ALONE_AUDIENCE))
         try:
             assert client.post(client.request("tools/list")).status_code == 200
             client.token = add_token(state, "ada")
