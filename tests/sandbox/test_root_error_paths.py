@@ -108,13 +108,17 @@ def test_a_move_refused_at_its_destination_names_the_destination(
     assert "'b.md'" not in str(exc)
 
 
-def test_a_move_through_a_link_deeper_in_the_destination_names_a_part_of_it(
-    root: Root, ws: Path
-) -> None:
-    # openat2 resolves the parent in one call and cannot say which component was the link:
-    # the destination's parent is named; the walk names the link itself.
+def test_a_link_before_the_last_folder_is_named_by_both_resolvers(root: Root, ws: Path) -> None:
+    # openat2 resolves 'mnt/sub' in one call, and the kernel does not say which component
+    # it refused; the component is looked up for the message (the walk knows it anyway).
     exc = _refused(ws, Escape, lambda: root.move(("b.md",), ("mnt", "sub", "b.md")), "mnt/sub/b.md")
-    assert exc.path in ("mnt", "mnt/sub")
+    assert exc.path == "mnt"
+    exc = _refused(
+        ws, Escape, lambda: root.read(("real", "link", "x.md"), max_bytes=9), "real/link/x.md"
+    )
+    assert exc.path == "real/link"
+    exc = _refused(ws, NotADirectory, lambda: root.stat(("a.md", "x", "y")), "a.md/x/y")
+    assert exc.path == "a.md"
 
 
 @pytest.mark.parametrize(
