@@ -157,7 +157,8 @@ def _check_temp(parent: int, tmp: str, tfd: int, rel: str, action: str) -> None:
     if not same:
         raise IdentityMismatch(
             f"cannot {action} '{rel}': its temporary file was replaced while being "
-            "written; nothing was written"
+            "written; nothing was written",
+            path=rel,
         )
 
 
@@ -287,7 +288,8 @@ def write_over(parent: int, parts: Components, st: os.stat_result, data: bytes) 
         if inode(now) != inode(st):
             raise IdentityMismatch(
                 f"cannot update '{rel}': it was replaced by another file while being "
-                "updated; nothing was written"
+                "updated; nothing was written",
+                path=rel,
             )
         try:
             os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
@@ -375,7 +377,8 @@ def move(
                     st = lstat_leaf(root, sparent, src, "move")
                     if not _same_inode(st, expect):
                         raise IdentityMismatch(
-                            f"cannot move '{rel_path(src)}': it is no longer the confirmed file"
+                            f"cannot move '{rel_path(src)}': it is no longer the confirmed file",
+                            path=rel_path(src),
                         )
                 rename_noreplace(root, sparent, src, dparent, dst, "move")
                 moved = True
@@ -412,14 +415,13 @@ def rename_noreplace(
         return
     except OSError as exc:
         if exc.errno not in (errno.ENOSYS, errno.EINVAL):
-            # EEXIST names the destination, anything else the source.
-            raise_typed(exc.errno, rel_path(dst if exc.errno == errno.EEXIST else src), action)
+            raise_typed(exc.errno, _blamed(exc.errno, src, dst), action)
     # Fallback: no renameat2, or a filesystem that does not support RENAME_NOREPLACE.
     if fresh_dst:
         try:
             os.rename(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir)
         except OSError as exc:
-            raise_typed(exc.errno, rel_path(src), action)
+            raise_typed(exc.errno, _blamed(exc.errno, src, dst), action)
         return
     st = lstat_leaf(root, sdir, src, action)
     if stat.S_ISDIR(st.st_mode):
@@ -436,7 +438,7 @@ def rename_noreplace(
         try:
             os.rename(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir)
         except OSError as exc:
-            raise_typed(exc.errno, rel_path(src), action)
+            raise_typed(exc.errno, _blamed(exc.errno, src, dst), action)
         return
     # Files and symlinks: link() never replaces (EEXIST); then drop the source name, but
     # only if it still is the inode just linked (else something was swapped in there:
@@ -444,7 +446,7 @@ def rename_noreplace(
     try:
         os.link(sname, dname, src_dir_fd=sdir, dst_dir_fd=ddir, follow_symlinks=False)
     except OSError as exc:
-        raise_typed(exc.errno, rel_path(dst if exc.errno == errno.EEXIST else src), action)
+        raise_typed(exc.errno, _blamed(exc.errno, src, dst), action)
     try:
         same = inode(lstat_at(sdir, sname)) == inode(lstat_at(ddir, dname))
         if same:
@@ -454,8 +456,24 @@ def rename_noreplace(
     if not same:
         raise IdentityMismatch(
             f"cannot {action} '{rel_path(src)}': it was replaced while being moved; the "
-            f"original is now at '{rel_path(dst)}' and the replacement was left in place"
+            f"original is now at '{rel_path(dst)}' and the replacement was left in place",
+            path=rel_path(src),
         )
+
+
+def _blamed(err: int | None, src: Components, dst: Components) -> str:
+    """Which operand a failed rename (or link) is refused on, for the error's path.
+
+    EEXIST: the destination's name is taken. EXDEV: the two are on different mounts; both
+    were resolved below the root already, so this is a bind mount of the same filesystem
+    that only the walk resolver misses (openat2's RESOLVE_NO_XDEV refused any mount on
+    either side before). The destination is the new place the caller chose and the source
+    was just opened through the same checks, so the destination is named; a bind mount at
+    the *source* under the walk would be named wrongly (the kernel does not say which side,
+    and the mount ids that would tell are in /proc, which the jail closes). Anything else
+    is about the source.
+    """
+    return rel_path(dst if err in (errno.EEXIST, errno.EXDEV) else src)
 
 
 # --- confirmed remove ---------------------------------------------------------------------
@@ -494,15 +512,18 @@ def _remove_in(root: Root, parent: int, parts: Components, expect: FileIdentity)
         raise IdentityMismatch(
             f"cannot delete '{rel}': it is no longer the confirmed file, and the name was "
             "taken again meanwhile, so the object found there was left as "
-            f"'{rel_path(hidden_parts)}'"
+            f"'{rel_path(hidden_parts)}'",
+            path=rel,
         ) from None
     except SandboxError as exc:
         raise IdentityMismatch(
             f"cannot delete '{rel}': it is no longer the confirmed file, and putting it back "
-            f"failed ({exc.message}); it was left as '{rel_path(hidden_parts)}'"
+            f"failed ({exc.message}); it was left as '{rel_path(hidden_parts)}'",
+            path=rel,
         ) from None
     raise IdentityMismatch(
-        f"cannot delete '{rel}': it is no longer the confirmed file; nothing was removed"
+        f"cannot delete '{rel}': it is no longer the confirmed file; nothing was removed",
+        path=rel,
     )
 
 

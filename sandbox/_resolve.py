@@ -82,37 +82,41 @@ def raise_typed(err: int | None, rel: str, action: str) -> NoReturn:
 def typed_error(err: int | None, rel: str, action: str) -> SandboxError:
     """The one place an errno becomes a typed error.
 
-    ``rel`` is the relative path the caller gave, the only path a message may name.
+    ``rel`` is the relative path the caller gave (or the leading part of it at fault), the
+    only path a message may name; it is also the error's ``path``.
     """
     where = f"'{rel}'" if rel else "the workspace root"
-    head = f"cannot {action} {where}"
+    kind, reason = _errno_kind(err)
+    return kind(f"cannot {action} {where}: {reason}", errno=err, path=rel)
+
+
+def _errno_kind(err: int | None) -> tuple[type[SandboxError], str]:
     if err in (errno.ELOOP, errno.EXDEV):
         # ELOOP: a symlink (or magic link) in some component; EXDEV: a mount crossing or a
         # resolution leaving the root. Both mean the path does not stay inside.
-        return Escape(f"{head}: a symlink or mount point is in the path", errno=err)
+        return Escape, "a symlink or mount point is in the path"
     if err == errno.ENOENT:
-        return NotFound(f"{head}: no such file or directory", errno=err)
+        return NotFound, "no such file or directory"
     if err == errno.EEXIST:
-        return AlreadyExists(f"{head}: the name is already taken", errno=err)
+        return AlreadyExists, "the name is already taken"
     if err == errno.ENOTDIR:
-        return NotADirectory(f"{head}: a path component is not a directory", errno=err)
+        return NotADirectory, "a path component is not a directory"
     if err == errno.EISDIR:
-        return NotARegularFile(f"{head}: it is a directory", errno=err)
+        return NotARegularFile, "it is a directory"
     if err == errno.ENXIO:
         # open() of a Unix socket, or of a device without a driver.
-        return NotARegularFile(f"{head}: it is not a regular file", errno=err)
+        return NotARegularFile, "it is not a regular file"
     if err == errno.ENOTEMPTY:
-        return DirectoryNotEmpty(f"{head}: the directory is not empty", errno=err)
+        return DirectoryNotEmpty, "the directory is not empty"
     if err in (errno.EACCES, errno.EPERM):
-        return PermissionDenied(f"{head}: permission denied", errno=err)
+        return PermissionDenied, "permission denied"
     if err == errno.ENAMETOOLONG:
-        return InvalidPath(f"{head}: a name is too long", errno=err)
+        return InvalidPath, "a name is too long"
     if err == errno.EFBIG:
-        return TooLarge(f"{head}: the file size limit was reached", errno=err)
+        return TooLarge, "the file size limit was reached"
     if err == errno.EWOULDBLOCK:
-        return StorageError(f"{head}: the file is busy, try again", errno=err)
-    reason = os.strerror(err) if err is not None else "unknown error"
-    return StorageError(f"{head}: {reason}", errno=err)
+        return StorageError, "the file is busy, try again"
+    return StorageError, os.strerror(err) if err is not None else "unknown error"
 
 
 def check_parts(parts: Components) -> Components:
@@ -216,7 +220,7 @@ def open_dir(root: Root, parts: Components, flags: int, action: str) -> int:
         try:
             return _linux.openat2(root._fd, "/".join(parts), flags, RESOLVE)
         except OSError as exc:
-            raise_typed(exc.errno, rel_path(parts), action)
+            raise_resolved(root, exc.errno, parts, action)
     top = root._fd
     cur = top
     last = len(parts) - 1
@@ -233,6 +237,26 @@ def open_dir(root: Root, parts: Components, flags: int, action: str) -> int:
             os.close(cur)
         raise
     return cur
+
+
+def raise_resolved(root: Root, err: int | None, parts: Components, action: str) -> NoReturn:
+    """:func:`raise_typed` for a failed openat2 of the whole path ``parts``.
+
+    The kernel does not say which component it refused. For a link, a mount or a file in
+    the way, the leading part at fault is looked up afterwards, one ``lstat`` per component
+    (the refusal is already done: this only words the message, and a change meanwhile can
+    only make it name the whole path). A bind mount of the same filesystem has the root's
+    st_dev, so for one of those the whole path is named.
+    """
+    if err in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR) and len(parts) > 1:
+        for i in range(1, len(parts)):
+            try:
+                st = os.stat("/".join(parts[:i]), dir_fd=root._fd, follow_symlinks=False)
+            except OSError:
+                break
+            if stat.S_ISLNK(st.st_mode) or st.st_dev != root._dev or not stat.S_ISDIR(st.st_mode):
+                raise_typed(err, rel_path(parts[:i]), action)
+    raise_typed(err, rel_path(parts), action)
 
 
 def release(root: Root, fd: int) -> None:
@@ -348,11 +372,14 @@ def regular_stat(
             check_dev(root, st, parts, action)
         if not stat.S_ISREG(st.st_mode):
             what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise NotARegularFile(f"cannot {action} '{rel_path(parts)}': it is {what}")
+            raise NotARegularFile(
+                f"cannot {action} '{rel_path(parts)}': it is {what}", path=rel_path(parts)
+            )
         if st.st_nlink > 1 and not hardlinks_ok:
             raise HardLinked(
                 f"cannot {action} '{rel_path(parts)}': the file has {st.st_nlink} hard links "
-                "and may be shared with a file outside the workspace"
+                "and may be shared with a file outside the workspace",
+                path=rel_path(parts),
             )
     except BaseException:
         os.close(fd)
@@ -366,7 +393,8 @@ def read_fd(fd: int, st: os.stat_result, max_bytes: int, parts: Components) -> b
     size = st.st_size
     if size > max_bytes:
         raise TooLarge(
-            f"cannot read '{rel_path(parts)}': {size} bytes is over the limit of {max_bytes}"
+            f"cannot read '{rel_path(parts)}': {size} bytes is over the limit of {max_bytes}",
+            path=rel_path(parts),
         )
     # Ask for one byte more than fstat said (size + 1 <= max_bytes + 1): getting exactly
     # size bytes back is EOF on a local filesystem, the common case, in one syscall.
@@ -390,7 +418,8 @@ def read_fd(fd: int, st: os.stat_result, max_bytes: int, parts: Components) -> b
         total += len(chunk)
     if total > max_bytes:
         raise TooLarge(
-            f"cannot read '{rel_path(parts)}': it grew past the limit of {max_bytes} bytes"
+            f"cannot read '{rel_path(parts)}': it grew past the limit of {max_bytes} bytes",
+            path=rel_path(parts),
         )
     return b"".join(chunks)
 
@@ -408,7 +437,8 @@ def scan(fd: int, parts: Components, limit: int | None) -> list[tuple[str, os.st
                 names.append(entry.name)
                 if limit is not None and len(names) > limit:
                     raise LimitExceeded(
-                        f"cannot walk '{rel_path(parts)}': more entries than the limit"
+                        f"cannot walk '{rel_path(parts)}': more entries than the limit",
+                        path=rel_path(parts),
                     )
     except OSError as exc:
         raise_typed(exc.errno, rel_path(parts), "list")
@@ -451,12 +481,14 @@ def walk(
             path = (*prefix, name)
             if len(path) > max_depth:
                 raise LimitExceeded(
-                    f"cannot walk '{rel_path(parts)}': deeper than {max_depth} levels"
+                    f"cannot walk '{rel_path(parts)}': deeper than {max_depth} levels",
+                    path=rel_path(parts),
                 )
             count += 1
             if count > max_entries:
                 raise LimitExceeded(
-                    f"cannot walk '{rel_path(parts)}': more than {max_entries} entries"
+                    f"cannot walk '{rel_path(parts)}': more than {max_entries} entries",
+                    path=rel_path(parts),
                 )
             yield path, st
             if not stat.S_ISDIR(st.st_mode):

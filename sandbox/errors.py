@@ -3,19 +3,28 @@
 Messages are safe to show to a client: they may name the offending *relative* part
 (a component, a percent-escape, the URI scheme) that the caller itself sent, but never an
 absolute host path, the workspace's location, or anything the caller did not send.
-Callers that need the errno for logs read ``errno`` (may be ``None``).
+Callers that need the errno for logs read ``errno`` (may be ``None``); callers that word
+their own message read ``path``, the relative path the operation was refused on.
 """
 
 from __future__ import annotations
 
 
 class SandboxError(Exception):
-    """Base of every error raised by the sandbox package."""
+    """Base of every error raised by the sandbox package.
 
-    def __init__(self, message: str, *, errno: int | None = None) -> None:
+    ``path`` (layer 2 only) is the relative path, '/'-joined, that the operation was refused
+    on: the operand at fault (a move's destination when the destination is the problem, its
+    source otherwise), or the leading part of it that is the culprit when that is known (the
+    component that is a symlink, a mount point or a file). ``""`` is the Root's own
+    directory; ``None`` when no single path is to blame (layer 1, the jail).
+    """
+
+    def __init__(self, message: str, *, errno: int | None = None, path: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.errno = errno
+        self.path = path
 
     def __str__(self) -> str:
         return self.message

@@ -40,6 +40,7 @@ from sandbox._resolve import (
     open_read,
     open_regular,
     parent_dir,
+    raise_resolved,
     raise_typed,
     read_fd,
     regular_stat,
@@ -432,7 +433,7 @@ class Root:
                         RESOLVE,
                     )
                 except OSError as exc:
-                    raise_typed(exc.errno, rel_path(parts), "stat")
+                    raise_resolved(self, exc.errno, parts, "stat")
                 try:
                     return _info(os.fstat(fd))
                 finally:
@@ -480,7 +481,7 @@ class Root:
                 try:
                     fd = open_read(self._fd, "/".join(parts))
                 except OSError as exc:
-                    raise_typed(exc.errno, rel_path(parts), "read")
+                    raise_resolved(self, exc.errno, parts, "read")
                 st = regular_stat(self, fd, parts, "read", hardlinks_ok)
             else:
                 parent = open_dir(self, parts[:-1], O_DIR_PATH, "read")

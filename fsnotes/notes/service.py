@@ -67,9 +67,16 @@ class ServiceError(Exception):
     """One actionable sentence for the model (becomes an ``isError`` tool result)."""
 
 
-def explain(exc: BaseException, parts: Components | None = None) -> str:
-    """Turn a sandbox/store/grant error into one actionable sentence without host paths."""
+def explain(exc: BaseException, *operands: Components) -> str:
+    """Turn a sandbox/store/grant error into one actionable sentence without host paths.
+
+    ``operands`` are the paths the failed operation was given (a move's source, then its
+    destination). The sentence names the one the sandbox says it refused (``path``), and
+    the leading part of it at fault when that is known and shorter (the symlink, the mount
+    point, the file where a folder should be)."""
+    parts, culprit = _refused_on(exc, operands)
     where = f"'{display(parts)}'" if parts else "That path"
+    at = f" at '{display(culprit)}'" if culprit else ""
     match exc:
         case NoteError() | NotGranted() | ServiceError():
             return str(exc)
@@ -79,8 +86,8 @@ def explain(exc: BaseException, parts: Components | None = None) -> str:
             return f"{where} already exists; choose another path (nothing is ever overwritten)."
         case sx.Escape():
             return (
-                f"{where} goes through a symbolic link or another filesystem, which fsnotes "
-                "never follows; use a path to a regular note."
+                f"{where} goes through a symbolic link or another filesystem{at}, which "
+                "fsnotes never follows; use a path to a regular note."
             )
         case sx.OutsideWorkspace():
             return f"That path leaves the workspace ({exc}); use a path inside it."
@@ -96,6 +103,8 @@ def explain(exc: BaseException, parts: Components | None = None) -> str:
         case sx.NotARegularFile():
             return f"{where} is not a regular file, so it is not a note."
         case sx.NotADirectory():
+            if culprit:
+                return f"'{display(culprit)}' in {where} is a file, not a folder."
             return f"A folder in {where} is a file, not a folder."
         case sx.TooLarge():
             return f"{where} is larger than fsnotes reads; it was not opened."
@@ -112,6 +121,22 @@ def explain(exc: BaseException, parts: Components | None = None) -> str:
         case sx.SandboxError():
             return f"{where} could not be used: {exc}."
     return "Internal error."
+
+
+def _refused_on(
+    exc: BaseException, operands: Sequence[Components]
+) -> tuple[Components | None, Components | None]:
+    """The operand ``exc`` is about (the first whose leading part its ``path`` is, else the
+    first given), and that leading part when it is shorter than the operand."""
+    first = operands[0] if operands else None
+    named = exc.path if isinstance(exc, sx.SandboxError) else None
+    if not named:
+        return first, None
+    culprit = tuple(named.split("/"))
+    for parts in operands:
+        if parts[: len(culprit)] == culprit:
+            return parts, culprit if len(culprit) < len(parts) else None
+    return first, None
 
 
 @dataclass(frozen=True)
@@ -364,8 +389,7 @@ class Notes:
                 ticket.etag_before = moved_etag
                 ticket.done(etag_after=moved_etag, path_after=display(dst.parts))
         except (sx.SandboxError, NoteError) as exc:
-            failing = dst.parts if isinstance(exc, sx.AlreadyExists) else loc.parts
-            raise ServiceError(explain(exc, failing)) from None
+            raise ServiceError(explain(exc, loc.parts, dst.parts)) from None
         except HistoryUnavailable as exc:
             raise ServiceError(f"Nothing was moved: {exc}.") from None
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
