@@ -6,7 +6,9 @@ makes a confirmation usable once, the audit log, the history store (what changes
 replaced), the state directory's files and locks, the rendering of values a person must
 judge (``shown``), and where the shared stores live (``state``: the state directory's SQLite
 files, or PostgreSQL behind the same ``database`` seam), and the HTTP transport's bearer
-tokens (``tokens``: stored as digests, behind ``Authenticator``).
+tokens (``tokens``: stored as digests, behind ``Authenticator``), and the guard both HTTP
+servers put around each connection (``http_guard``: a request deadline, a bound on
+connections that have not sent one).
 
 ``__all__`` is what other packages use (``statedir``, ``history_store`` and ``shown`` as
 whole modules: the
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
         HistoryUnavailable,
         Version,
     )
+    from .http_guard import guarded_h11
     from .replay import (
         AlreadyUsed,
         ClaimNotRecorded,
@@ -113,6 +116,7 @@ __all__ = [
     "default_instance",
     "distinguishable",
     "entry_from",
+    "guarded_h11",
     "has_hidden",
     "history_store",
     "open_audit",
@@ -171,6 +175,7 @@ _HOME = {
     "default_instance": "audit",
     "distinguishable": "shown",
     "entry_from": "tokens",
+    "guarded_h11": "http_guard",
     "has_hidden": "shown",
     "open_audit": "audit",
     "open_replay": "replay",
