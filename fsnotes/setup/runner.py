@@ -66,9 +66,11 @@ LISTEN_BACKLOG = 64
 # a slow link; a silent or dribbling connection is closed then.
 REQUEST_TIMEOUT_S = 5.0
 # Most connections kept open while they have not completed a request; one more closes the
-# oldest. A browser's request follows its connect at once, so a flood must open this many in
-# that moment to cut it; with MAX_CONNECTIONS it bounds the sockets clients hold on the page.
-MAX_WAITING = 64
+# oldest. A browser's request follows its connect at once, but the server reads it a few loop
+# turns after accepting it, and each turn accepts at most LISTEN_BACKLOG + 1: four turns' worth
+# means a flood must out-connect the whole accept queue four times over to cut a browser. With
+# MAX_CONNECTIONS it bounds the sockets (file descriptors) clients hold on the page.
+MAX_WAITING = 4 * LISTEN_BACKLOG
 # Request headers larger than this get 431 (h11's own default buffer; a browser's are ~1 KiB).
 MAX_HEADER_BYTES = 16 * 1024
 # Idle keep-alive connections are closed after this long, so they do not hold a stop.
@@ -206,6 +208,7 @@ class PageRunner:
                 ws="none",
                 proxy_headers=False,  # nothing stands between the browser and this socket
                 server_header=False,
+                backlog=LISTEN_BACKLOG,  # asyncio listen()s again with uvicorn's (2048)
                 limit_concurrency=MAX_CONNECTIONS,
                 timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,

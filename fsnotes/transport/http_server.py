@@ -56,10 +56,12 @@ HEADER_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 128
 LISTEN_BACKLOG = 128
 # Most connections kept open while they have not completed their request headers; one more
-# closes the oldest. A host's connection sends its request at once, so this only has to exceed
-# what a flood can open in the moment between a real client's connect and its first write;
-# with MAX_CONNECTIONS it bounds the sockets (and file descriptors) clients can hold.
-MAX_WAITING = 128
+# closes the oldest. A host's connection sends its request at once, but the server reads it a
+# few loop turns after accepting it, and each turn accepts at most LISTEN_BACKLOG + 1: three
+# turns' worth means a flood must out-connect the accept queue three times over to cut a
+# host. With MAX_CONNECTIONS it bounds the sockets (file descriptors) clients can hold: 512,
+# and the setup page's 288 beside them stay within the common soft limit of 1024.
+MAX_WAITING = 3 * LISTEN_BACKLOG
 # Idle keep-alive connections are closed after this long (uvicorn's own default).
 KEEP_ALIVE_S = 5
 # On stop, responses in progress get this long before connections are cut.
@@ -130,6 +132,7 @@ async def serve_http(
         proxy_headers=False,  # nothing stands between the client and this socket
         server_header=False,
         date_header=False,
+        backlog=LISTEN_BACKLOG,  # asyncio listen()s again with uvicorn's (2048)
         limit_concurrency=MAX_CONNECTIONS,
         timeout_keep_alive=KEEP_ALIVE_S,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
