@@ -27,7 +27,7 @@ were held. Any local user could do that to 127.0.0.1.
 
 Limits: a subclass of uvicorn's ``H11Protocol`` that uses its attributes (``conn``, ``cycle``,
 ``connections``, ``tasks``) and hooks (``data_received``, ``on_response_complete``,
-``send_400_response``), as of uvicorn 0.34 to 0.54 with h11 0.16; uvicorn has no public hook
+``send_400_response``), checked against uvicorn 0.54 and h11 0.16; uvicorn has no public hook
 for any of this. Connections that complete a request and then send a body slowly are bounded
 here only with ``whole_request``; otherwise the application must bound the body (the MCP
 endpoint does). Importing this module imports uvicorn (the optional HTTP extra).
