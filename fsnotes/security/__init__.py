@@ -6,8 +6,10 @@ makes a confirmation usable once, the audit log, the history store (what changes
 replaced), the state directory's files and locks, the rendering of values a person must
 judge (``shown``), and where the shared stores live (``state``: the state directory's SQLite
 files, or PostgreSQL behind the same ``database`` seam), and the HTTP transport's bearer
-tokens (``tokens``: stored as digests, behind ``Authenticator``) and OAuth access tokens
-(``oauth``, with PyJWT; its settings in ``oauth_settings``, readable without it).
+tokens (``tokens``: stored as digests, behind ``Authenticator``), OAuth access tokens
+(``oauth``, with PyJWT; its settings in ``oauth_settings``, readable without it), and the
+guard both HTTP servers put around each connection (``http_guard``: a request deadline, a
+bound on connections that have not sent one).
 
 ``__all__`` is what other packages use (``statedir``, ``history_store`` and ``shown`` as
 whole modules: the
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
         HistoryUnavailable,
         Version,
     )
+    from .http_guard import guarded_h11
     from .oauth import Chained, OAuthTokens
     from .oauth_settings import RESOLVER_FILES, SCOPE_ACCESS, OAuthConfigError, OAuthSettings
     from .replay import (
@@ -125,6 +128,7 @@ __all__ = [
     "default_instance",
     "distinguishable",
     "entry_from",
+    "guarded_h11",
     "has_hidden",
     "history_store",
     "open_audit",
@@ -191,6 +195,7 @@ _HOME = {
     "default_instance": "audit",
     "distinguishable": "shown",
     "entry_from": "tokens",
+    "guarded_h11": "http_guard",
     "has_hidden": "shown",
     "open_audit": "audit",
     "open_replay": "replay",

@@ -10,9 +10,9 @@ Both protocol eras, one handler:
 
 - 2026-07-28: ``input_required`` with the URL request and a sealed state naming the setup
   (bound to principal, tool, arguments and expiry). The retry with ``accept`` checks the
-  store: approved → the grant; still pending → waits up to :data:`RETRY_WAIT_S`, then another
-  ``input_required``; refused on the page → a refusal result. ``decline``/``cancel`` in the
-  host cancel the setup and say so.
+  store: approved → the grant; still pending → waits up to :data:`RETRY_WAIT_S` (well under
+  common host timeouts), then another ``input_required`` with the same link; refused on the
+  page → a refusal result. ``decline``/``cancel`` in the host cancel the setup and say so.
 - 2025-11-25: the same request goes out live (``elicitation/create`` with ``elicitationId``,
   the setup id); after ``accept`` the call waits for the page up to the setup's expiry and
   sends ``notifications/elicitation/complete`` on approval. A second call for a setup that a
@@ -72,10 +72,13 @@ PHASE = "connect"
 SETUP_KEY = "connect_folder"
 SUBJECT = Subject(what="setup", nothing="nothing was granted", tool=TOOL_NAME)
 STATE_VERSION = 2  # 1: one-letter keys (states of that format are simply asked again)
-# 2026-07-28: how long a retry with "accept" waits for the person before asking again. The
-# host's consent dialog returns as soon as the browser opens, long before anyone has typed
-# the code; a short wait here spares the person a second dialog in the common case.
-RETRY_WAIT_S = 20.0
+# 2026-07-28: how long a retry with "accept" waits for the person before answering with the
+# same link again (another input_required naming the same pending setup). The host learns of
+# the approval only by retrying, and hosts bound a call's wait: the Python SDK client was seen
+# giving up after 3 s (a short read timeout). So the wait stays well under that, leaving room
+# for the round trip; it only catches an approval landing just as the host retries (the MCP
+# Inspector, for one, retries once the person says they are done).
+RETRY_WAIT_S = 1.5
 # How often a waiting call re-reads the store: another process (the page of another server
 # sharing the state directory, or `fsnotes grant`) may decide without waking us.
 POLL_S = 1.0

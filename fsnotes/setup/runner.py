@@ -11,6 +11,12 @@ refused (Landlock allows binding only the configured setup port) becomes a
 :class:`PageUnavailable` with a sentence the caller can show, instead of uvicorn's
 ``sys.exit``. uvicorn's signal handlers are disabled: the stdio server keeps its own.
 
+Connections are guarded (:func:`~fsnotes.security.http_guard.guarded_h11`): one that has not
+completed its request within :data:`REQUEST_TIMEOUT_S` is closed, at most :data:`MAX_WAITING`
+of those stay open, and only connections inside a request count against
+:data:`MAX_CONNECTIONS`, so sockets held open by another local user do not keep the person
+from the page.
+
 Limits: uvicorn runs on asyncio, so the runner needs the asyncio backend of anyio. Starlette
 and uvicorn are an optional extra: import this module only when the page is wanted.
 """
@@ -30,6 +36,7 @@ import anyio.to_thread
 import uvicorn
 from starlette.types import ASGIApp
 
+from ..security.http_guard import guarded_h11
 from .policy import PageUnavailable, SetupPolicy
 
 __all__ = ["PAGE_IDLE_GRACE_S", "PageRunner", "PageUnavailable"]
@@ -47,9 +54,25 @@ STARTUP_TIMEOUT_S = 10.0
 SHUTDOWN_GRACE_S = 2
 # Bound on a whole stop (uvicorn's own shutdown polls every 0.1 s on top of the grace).
 STOP_TIMEOUT_S = SHUTDOWN_GRACE_S + 3.0
-# A person's browser opens a handful of connections; more at once is not a person.
+# A person's browser opens a handful of connections; more requests at once is not a person.
+# Counts connections inside a request only (uvicorn's limit_concurrency, 503 past it): those
+# that have not completed one are bounded by REQUEST_TIMEOUT_S and MAX_WAITING instead, since
+# counting them let any local user hold the cap with idle sockets and starve the person.
 MAX_CONNECTIONS = 32
 LISTEN_BACKLOG = 64
+# A connection must complete its request, headers and body, within this long of connecting
+# (or of the first byte of a later request on a kept-alive one). A browser sends the whole of
+# a page request (a GET, or a form of at most MAX_BODY_BYTES) in one write, so a few seconds is
+# a slow link; a silent or dribbling connection is closed then.
+REQUEST_TIMEOUT_S = 5.0
+# Most connections kept open while they have not completed a request; one more closes the
+# oldest. A browser's request follows its connect at once, but the server reads it a few loop
+# turns after accepting it, and each turn accepts at most LISTEN_BACKLOG + 1: four turns' worth
+# means a flood must out-connect the whole accept queue four times over to cut a browser. With
+# MAX_CONNECTIONS it bounds the sockets (file descriptors) clients hold on the page.
+MAX_WAITING = 4 * LISTEN_BACKLOG
+# Request headers larger than this get 431 (h11's own default buffer; a browser's are ~1 KiB).
+MAX_HEADER_BYTES = 16 * 1024
 # Idle keep-alive connections are closed after this long, so they do not hold a stop.
 KEEP_ALIVE_S = 5
 
@@ -176,13 +199,20 @@ class PageRunner:
                 log_config=None,
                 access_log=False,
                 lifespan="off",
-                http="h11",
+                http=guarded_h11(
+                    request_timeout=REQUEST_TIMEOUT_S,
+                    max_waiting=MAX_WAITING,
+                    max_header_bytes=MAX_HEADER_BYTES,
+                    whole_request=True,
+                ),
                 ws="none",
                 proxy_headers=False,  # nothing stands between the browser and this socket
                 server_header=False,
+                backlog=LISTEN_BACKLOG,  # asyncio listen()s again with uvicorn's (2048)
                 limit_concurrency=MAX_CONNECTIONS,
                 timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+                h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             )
             server = _QuietServer(config)
             finished = anyio.Event()

@@ -5,17 +5,18 @@ keeps accepting afterwards, so the jail needs no rule for this port and the proc
 no other (the setup page's port excepted). :func:`run_http` then serves
 :class:`~fsnotes.transport.http.McpEndpoint` on it until SIGTERM or SIGINT.
 
-What uvicorn does not bound, :class:`GuardedH11` does: a connection must complete its request
-headers within :data:`HEADER_TIMEOUT_S` of connecting (or of its previous response), so a client
-that dribbles headers (slowloris) or connects and says nothing holds its slot no longer; and
-headers still arriving past h11's 16 KiB buffer get 431 (uvicorn says 400; headers that came
-in one read are counted by the endpoint). Connections beyond
-:data:`MAX_CONNECTIONS` get uvicorn's 503. Bodies have their own deadline in the endpoint.
+What uvicorn does not bound, :func:`~fsnotes.security.http_guard.guarded_h11` does: a
+connection must complete its request headers within :data:`HEADER_TIMEOUT_S` of connecting (or
+of the first byte of a later request), so a client that dribbles headers (slowloris) or
+connects and says nothing holds its slot no longer; such connections do not count against
+:data:`MAX_CONNECTIONS` (past it, requests get uvicorn's 503), at most :data:`MAX_WAITING` of
+them stay open (the oldest is closed), and headers still arriving past h11's 16 KiB buffer get
+431 (uvicorn says 400; headers that came in one read are counted by the endpoint). Bodies have
+their own deadline in the endpoint.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
@@ -23,14 +24,12 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 import anyio
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fsnotes.protocol.registry import App
+from fsnotes.security.http_guard import guarded_h11
 from fsnotes.security.tokens import Authenticator
 from fsnotes.transport.http import McpEndpoint
 from fsnotes.transport.http_settings import HttpSettings
@@ -47,13 +46,22 @@ _log = logging.getLogger("fsnotes.transport")
 
 # A connection must send complete request headers within this long. Real clients send them in
 # one write (milliseconds); 10 s covers a slow link. nginx's client_header_timeout is 60 s, but
-# nginx holds tens of thousands of connections; we hold MAX_CONNECTIONS.
+# nginx holds tens of thousands of connections; we keep MAX_WAITING waiting ones.
 HEADER_TIMEOUT_S = 10.0
-# Most connections at once (uvicorn answers 503 past it). A host keeps one or two (a POST and,
-# in the 2025-11-25 era, a GET stream per session); 128 is four per live session at the session
-# bound, and each costs a few KiB plus what its request holds (bounded by the in-flight budget).
+# Most connections inside a request at once (uvicorn answers 503 past it; connections that
+# have not sent their request headers yet do not count, see MAX_WAITING). A host keeps one or
+# two (a POST and, in the 2025-11-25 era, a GET stream per session); 128 is four per live
+# session at the session bound, and each costs a few KiB plus what its request holds (bounded
+# by the in-flight budget).
 MAX_CONNECTIONS = 128
 LISTEN_BACKLOG = 128
+# Most connections kept open while they have not completed their request headers; one more
+# closes the oldest. A host's connection sends its request at once, but the server reads it a
+# few loop turns after accepting it, and each turn accepts at most LISTEN_BACKLOG + 1: three
+# turns' worth means a flood must out-connect the accept queue three times over to cut a
+# host. With MAX_CONNECTIONS it bounds the sockets (file descriptors) clients can hold: 512,
+# and the setup page's 288 beside them stay within the common soft limit of 1024.
+MAX_WAITING = 3 * LISTEN_BACKLOG
 # Idle keep-alive connections are closed after this long (uvicorn's own default).
 KEEP_ALIVE_S = 5
 # On stop, responses in progress get this long before connections are cut.
@@ -93,57 +101,6 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class GuardedH11(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on request headers and 431 for huge ones."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._header_timer: asyncio.TimerHandle | None = None
-
-    def _arm(self) -> None:
-        if self._header_timer is None:
-            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_too_slow)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _headers_too_slow(self) -> None:
-        self._header_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self.transport.close()
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()  # a connection that says nothing is closed too
-
-    def data_received(self, data: bytes) -> None:
-        if self.conn.their_state is h11.IDLE:
-            self._arm()  # the deadline runs from the first byte of a request on a kept-alive one
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def send_400_response(self, msg: str) -> None:
-        if len(self.conn.trailing_data[0]) > MAX_HEADER_BYTES:
-            # h11's "Receive buffer too long": the request headers did not fit (RFC 6585, 5).
-            event = h11.Response(
-                status_code=431,
-                headers=[(b"content-length", b"0"), (b"connection", b"close")],
-                reason=b"Request Header Fields Too Large",
-            )
-            self.transport.write(self.conn.send(event))
-            self.transport.write(self.conn.send(h11.EndOfMessage()))
-            self.transport.close()
-            return
-        super().send_400_response(msg)
-
-
 class _QuietServer(uvicorn.Server):
     """A uvicorn server that leaves signal handling to us."""
 
@@ -166,11 +123,16 @@ async def serve_http(
         log_config=None,
         access_log=False,
         lifespan="off",
-        http=GuardedH11,
+        http=guarded_h11(
+            request_timeout=HEADER_TIMEOUT_S,
+            max_waiting=MAX_WAITING,
+            max_header_bytes=MAX_HEADER_BYTES,
+        ),
         ws="none",
         proxy_headers=False,  # nothing stands between the client and this socket
         server_header=False,
         date_header=False,
+        backlog=LISTEN_BACKLOG,  # asyncio listen()s again with uvicorn's (2048)
         limit_concurrency=MAX_CONNECTIONS,
         timeout_keep_alive=KEEP_ALIVE_S,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,

@@ -17,9 +17,10 @@ import pytest
 
 from fsnotes.security.tokens import BearerTokens, TokenEntry, digest_of
 from fsnotes.transport.http import McpEndpoint
-from fsnotes.transport.http_server import HEADER_TIMEOUT_S
+from fsnotes.transport.http_server import HEADER_TIMEOUT_S, MAX_CONNECTIONS, MAX_WAITING
 from fsnotes.transport.http_settings import HttpSettings
 from tests.servers.demo_server import build_app
+from tests.siege import Siege
 
 from .http_support import REPO, HttpServer, Raw, add_token, raw_exchange, request_head
 
@@ -163,6 +164,29 @@ def test_slowloris_connections_do_not_starve_others_and_are_cut(raw: Raw) -> Non
         thread.join(5)
         for sock in slow:
             sock.close()
+
+
+def test_idle_and_half_open_connections_past_the_connection_cap_do_not_get_others_503(
+    raw: Raw,
+) -> None:
+    # More than the cap on connections in a request, and more than the bound on waiting ones:
+    # half say nothing, half send a partial request line; each the server closes comes back.
+    host, port = raw.server.host.rsplit(":", 1)
+    each = (max(MAX_CONNECTIONS, MAX_WAITING) + 32) // 2
+    with Siege(host, int(port), silent=each, partial=each, partial_bytes=b"POST /mc") as siege:
+        time.sleep(1)
+        assert siege.held + siege.closed >= 2 * each
+        # Past the header deadline too: reopened sockets take the place of those it cut.
+        until = time.monotonic() + HEADER_TIMEOUT_S + 2
+        statuses = []
+        while time.monotonic() < until:
+            began = time.monotonic()
+            statuses.append(raw.post(raw.request("tools/list")).status_code)
+            assert time.monotonic() - began < 3
+            time.sleep(0.5)
+        cut = siege.closed
+    assert set(statuses) == {200}, statuses[:5]
+    assert cut >= 2 * each  # the deadline and the waiting bound did close them
 
 
 def test_a_connection_that_sends_nothing_is_closed_after_the_header_deadline(raw: Raw) -> None:
