@@ -55,11 +55,23 @@ from .page_guard import (
 )
 from .page_render import PageFacts, Renderer, default_facts, esc, html_response, plural
 from .policy import SetupPolicy
-from .store import GLOBAL_FAILURES_WINDOW_S, Setup, SetupStatus, SetupStore, Verdict
+from .store import (
+    GLOBAL_FAILURES_WINDOW_S,
+    LOCK_TIMEOUT_S,
+    Setup,
+    SetupStatus,
+    SetupStore,
+    SetupStoreBusy,
+    Verdict,
+)
 
 __all__ = ["MAX_BODY_BYTES", "PageFacts", "build_page_app", "default_facts"]
 
 log = logging.getLogger(__name__)
+
+# What a busy store's 503 asks the browser to wait: one lock timeout, after which the writer
+# that held the lock has either finished or is stuck (and waiting longer does not help).
+BUSY_RETRY_AFTER_S = int(LOCK_TIMEOUT_S)
 
 
 class _Page:
@@ -259,6 +271,19 @@ def build_page_app(
         body = render.message("Something went wrong", "<p>Nothing was changed.</p>")
         return html_response(body, status)
 
+    async def store_busy(request: Request, exc: Exception) -> Response:
+        # Another process holds the store's lock past LOCK_TIMEOUT_S, or the store (or the
+        # audit log an approval writes first) is unreachable: the transaction did not run, so
+        # nothing was decided and the form's token is still unused.
+        log.warning("setup page: %s", exc)
+        body = render.message(
+            "Busy, try again",
+            "<p>Nothing was granted or refused: the setup store is busy or unreachable right "
+            "now. Submit the form again in a few seconds.</p>",
+            kind="warn",
+        )
+        return html_response(body, 503, {"Retry-After": str(BUSY_RETRY_AFTER_S)})
+
     async def server_error(request: Request, exc: Exception) -> Response:
         log.error("setup page failed", exc_info=exc)
         body = render.message(
@@ -271,5 +296,9 @@ def build_page_app(
     return Starlette(
         routes=[Route("/setup/{setup_id}", endpoint, methods=["GET", "POST"])],
         middleware=[Middleware(SecurityHeaders, policy=policy, render=render)],
-        exception_handlers={HTTPException: http_error, Exception: server_error},
+        exception_handlers={
+            HTTPException: http_error,
+            SetupStoreBusy: store_busy,
+            Exception: server_error,
+        },
     )

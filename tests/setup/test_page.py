@@ -443,3 +443,25 @@ def test_page_shows_hidden_characters_in_principal_folder_and_client_escaped(
             assert ch not in text, (ch, response.status)
         assert "ada\\u200b" in text and "/jour\\u202elan" in text
     assert "Claude\\u2066 Desktop\\u0007" in pending.text
+
+
+def test_a_busy_store_at_submit_says_so_keeps_the_form_usable_and_grants_nothing(
+    live_page: LivePage,
+) -> None:
+    from fsnotes.setup import store as st
+    from tests.e2e.state_helpers import held
+
+    browser, setup_id, token = opened(live_page)
+    # Another process holds the setup database's write lock past the store's lock timeout
+    # (a stuck `fsnotes grant`, a backup tool).
+    with held(live_page.state_dir / st.DB_NAME, "immediate"):
+        busy = browser.post(setup_id, csrf=token, code=live_page.code)
+    assert busy.status == 503, (busy.status, busy.text)
+    assert "busy" in busy.text and "Nothing was granted" in busy.text
+    assert busy.header("Retry-After") is not None
+    assert_secure(busy)
+    assert_nothing_decided(live_page, setup_id)
+    # The same form, submitted again once the store is free, is decided normally.
+    done = browser.post(setup_id, csrf=token, code=live_page.code)
+    assert done.status == 200 and "Access granted" in done.text
+    assert len(live_page.store.grants()) == 1
