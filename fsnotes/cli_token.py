@@ -11,7 +11,13 @@ import sys
 
 from .config import Config
 from .security import statedir
-from .security.tokens import TokenFileError, add_token, read_tokens, revoke_tokens
+from .security.tokens import (
+    TOKENS_FILE,
+    TokenFileError,
+    add_token,
+    read_tokens,
+    revoke_tokens,
+)
 
 
 def run_token(config: Config, action: str, *, principal: str | None, token_id: str | None) -> int:
@@ -34,15 +40,31 @@ def run_token(config: Config, action: str, *, principal: str | None, token_id: s
             )
             return 0
         if action == "list":
-            # The configuration's [[http.token]] entries are listed in the file itself.
+            # Every token the server accepts: the state directory's, then the configuration's
+            # (last column: where each one lives, so revoking it is done there).
             for entry in read_tokens(state):
-                print(f"{entry.id}  {entry.principal}  {entry.created or '-'}")
+                print(f"{entry.id}  {entry.principal}  {entry.created or '-'}  {TOKENS_FILE}")
+            for entry in config.config_tokens:
+                print(f"{entry.id}  {entry.principal}  -  {config.config_file}")
             return 0
         if principal is None and token_id is None:
             print("fsnotes: token revoke needs --principal NAME or --id HEX", file=sys.stderr)
             return 2
         removed = revoke_tokens(state, principal=principal, token_id=token_id)
-        print(f"fsnotes: removed {removed} token(s) from {state}/http-tokens.json", file=sys.stderr)
+        print(f"fsnotes: removed {removed} token(s) from {state}/{TOKENS_FILE}", file=sys.stderr)
+        kept = [
+            e
+            for e in config.config_tokens
+            if (principal is None or e.principal == principal)
+            and (token_id is None or e.id == token_id)
+        ]
+        if kept:
+            # The configuration file is the person's to edit; fsnotes never rewrites it.
+            print(
+                f"fsnotes: {len(kept)} matching token(s) are [[http.token]] entries of "
+                f"{config.config_file} ({', '.join(e.id for e in kept)}): remove them there",
+                file=sys.stderr,
+            )
         return 0 if removed else 1
     except (TokenFileError, ValueError, OSError) as exc:
         print(f"fsnotes: {exc}", file=sys.stderr)

@@ -119,6 +119,9 @@ class Config:
     daily: DailySettings = field(default_factory=DailySettings)  # [prompts]
     # Streamable HTTP (--http): None serves stdio.
     http: HttpSettings | None = None
+    # The configuration file's [[http.token]] entries, read whether or not --http is given:
+    # `fsnotes token list` shows them beside the state directory's.
+    config_tokens: tuple[TokenEntry, ...] = ()
 
     def workspace_objects(self) -> list[Workspace]:
         return [Workspace(w.name, lexical.path_components(w.path)) for w in self.workspaces]
@@ -257,7 +260,8 @@ def load(
     database, instance = _state_settings(file_cfg.get("state", {}), env)
     history = _history_settings(file_cfg.get("history", {}), env, no_history=no_history)
     daily = _prompt_settings(file_cfg.get("prompts", {}), tuple(extensions))
-    http_settings = _http_settings(file_cfg.get("http", {}), http, http_expose, env)
+    http_table = file_cfg.get("http", {})
+    http_settings = _http_settings(http_table, http, http_expose, env)
 
     return Config(
         principal=who,
@@ -276,6 +280,7 @@ def load(
         history=history,
         daily=daily,
         http=http_settings,
+        config_tokens=_config_tokens(http_table),
     )
 
 
@@ -378,6 +383,20 @@ def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _config_tokens(table: Any) -> tuple[TokenEntry, ...]:
+    """The ``[[http.token]]`` entries of an ``[http]`` table already checked to be a table."""
+    raw_tokens = table.get("token", [])
+    if not isinstance(raw_tokens, list):
+        raise ConfigError("[[http.token]] must be an array of tables")
+    tokens: list[TokenEntry] = []
+    for i, raw in enumerate(raw_tokens):
+        try:
+            tokens.append(entry_from(raw, f"[[http.token]] #{i + 1}"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return tuple(tokens)
+
+
 def _http_settings(
     table: Any, listen: str | None, expose: bool, env: Mapping[str, str]
 ) -> HttpSettings | None:
@@ -388,15 +407,7 @@ def _http_settings(
     unknown = set(table) - HTTP_KEYS
     if unknown:
         raise ConfigError(f"unknown keys in [http]: {', '.join(sorted(unknown))}")
-    raw_tokens = table.get("token", [])
-    if not isinstance(raw_tokens, list):
-        raise ConfigError("[[http.token]] must be an array of tables")
-    tokens: list[TokenEntry] = []
-    for i, raw in enumerate(raw_tokens):
-        try:
-            tokens.append(entry_from(raw, f"[[http.token]] #{i + 1}"))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+    tokens = _config_tokens(table)
     hosts = _string_list(table, "allowed_hosts")
     origins = _string_list(table, "allowed_origins")
     oauth = _oauth_settings(table.get("oauth"))
@@ -411,7 +422,7 @@ def _http_settings(
             expose=expose or _truthy(env.get("FSNOTES_HTTP_EXPOSE")),
             extra_hosts=hosts,
             extra_origins=origins,
-            tokens=tuple(tokens),
+            tokens=tokens,
             oauth=oauth,
         )
         settings.check()

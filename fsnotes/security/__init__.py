@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from .sqlite import LocalDB
     from .state import SharedState, StateUnavailable
     from .tokens import (
+        TOKENS_FILE,
         Authenticator,
         BearerTokens,
         InsufficientScope,
@@ -82,6 +83,7 @@ __all__ = [
     "RESOLVER_FILES",
     "SCOPE_ACCESS",
     "SQL",
+    "TOKENS_FILE",
     "Access",
     "AlreadyUsed",
     "AuditUnavailable",
@@ -186,6 +188,7 @@ _HOME = {
     "Subject": "consent",
     "Ticket": "audit",
     "Version": "history_store",
+    "TOKENS_FILE": "tokens",
     "TokenEntry": "tokens",
     "TokenFileError": "tokens",
     "Unauthenticated": "tokens",

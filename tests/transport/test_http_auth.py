@@ -178,3 +178,33 @@ def test_token_add_prints_the_token_once_and_stores_only_its_digest(tmp_path: Pa
         capture_output=True, text=True, check=True, cwd=REPO,
     )  # fmt: skip
     assert digest_of(token).hex()[:12] in listed.stdout and token not in listed.stdout
+
+
+def _token_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fsnotes", "token", *argv],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+
+
+def test_token_list_shows_the_configurations_tokens_too_and_revoke_says_where_they_live(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    stored = add_token(state, "ada")
+    in_config = digest_of("fsn_a-token-kept-in-the-toml-file").hex()
+    config = tmp_path / "fsnotes.toml"
+    config.write_text(f'[[http.token]]\nprincipal = "bob"\nsha256 = "{in_config}"\n')
+    listed = _token_cli("list", "--state-dir", str(state), "--config", str(config))
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    assert [r[0] for r in rows] == [digest_of(stored).hex()[:12], in_config[:12]]
+    assert rows[0][1] == "ada" and rows[0][-1] == "http-tokens.json"
+    assert rows[1][1] == "bob" and rows[1][-1] == str(config)
+    refused = _token_cli(
+        "revoke", "--id", in_config[:12], "--state-dir", str(state), "--config", str(config)
+    )
+    assert refused.returncode == 1
+    assert "[[http.token]]" in refused.stderr and str(config) in refused.stderr
+    assert in_config in config.read_text()  # nothing changed
+    assert len(_token_cli("list", "--state-dir", str(state)).stdout.splitlines()) == 1
