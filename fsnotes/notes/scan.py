@@ -99,6 +99,11 @@ class Scanner:
         report = ScanReport()
         pending: list[Components] = []
         seen_folders: set[Components] = set()
+        # The folders the index held before listing began. Only these can be dropped at the
+        # end as gone: a folder indexed meanwhile (a write of this process into a folder it
+        # just made, a watcher's hint) appeared after the listing passed its parent, and
+        # dropping it would hide a note that exists until the next rescan.
+        known = [f for f in self.index.folders() if _below(f, folder)]
         total = 0
         for parts, entries in self._folders(folder, report, seen_folders):
             if stop():
@@ -116,7 +121,7 @@ class Scanner:
         if not written:
             report.cancelled = True
             return report
-        gone = [f for f in self.index.folders() if _below(f, folder) and f not in seen_folders]
+        gone = [f for f in known if f not in seen_folders]
         if gone:
             report.removed += self.index.delete_folders(gone)
         report.changed_folders = pending
