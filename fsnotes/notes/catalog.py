@@ -342,35 +342,6 @@ class Catalog:
                 self.scanner.refresh(parts)
         return [p for p in paths if p not in gone], total - len(gone)
 
-    def note_at(self, parts: Components) -> Row | None:
-        """The indexed note at ``parts``, checked against its file (None: no such note)."""
-        with self._guard():
-            row = self.index.get(parts)
-            if row is not None and self._stale([row]):
-                self._refresh([row])
-                row = self.index.get(parts)
-        return row
-
-    def ending_with(self, names: Sequence[str], limit: int) -> list[Row]:
-        """Notes whose path is, or ends with '/' and, one of ``names`` (case ignored), in
-        path order, checked against their files (stale ones dropped and re-indexed)."""
-        with self._guard():
-            return self._fresh_only(self.index.ending_with([n.casefold() for n in names], limit))
-
-    def links_mentioning(self, needle: str, limit: int) -> list[tuple[Row, str, str]]:
-        """(note, kind, target) of the links whose target contains ``needle``, from notes
-        checked against their files (a note that changed is re-indexed and left out)."""
-        with self._guard():
-            found = self.index.links_mentioning(needle, limit)
-            stale = set(self._stale([row for row, _k, _t in found]))
-            self._refresh(list(stale))
-        return [item for item in found if item[0] not in stale]
-
-    def _fresh_only(self, rows: list[Row]) -> list[Row]:
-        stale = self._stale(rows)
-        self._refresh(stale)
-        return [r for r in rows if r not in stale]
-
     def attachments(self, after: Components | None, limit: int) -> AttachmentPage:
         """Up to ``limit`` attachments (fsnotes/notes/attachments.py) in path order after
         ``after``, each checked against its file like a note (one that changed is recorded

@@ -747,36 +747,6 @@ class NoteIndex:
         rows = self.query(f"SELECT key FROM notes{where} ORDER BY key LIMIT ?", (*bounds, limit))
         return [parts_of(r[0]) for r in rows], total
 
-    # --- lookups for the related_notes prompt (fsnotes/notes/related.py) -------------------
-
-    def ending_with(self, names: Sequence[str], limit: int) -> list[Row]:
-        """Notes whose casefolded path is one of ``names`` (casefolded) or ends with
-        ``/`` + one of them, in path order. Reads every row: for a prompt, not a hot path."""
-        if not names:
-            return []
-        tests = " OR ".join("path_fold = ? OR substr(path_fold, -?) = ?" for _ in names)
-        params: list[Any] = []
-        for name in names:
-            params.extend([name, len(name) + 1, "/" + name])
-        return [
-            row_of(r)
-            for r in self.query(
-                f"SELECT {ROW_COLUMNS} FROM notes WHERE {tests} ORDER BY key LIMIT ?",
-                [*params, limit],
-            )
-        ]
-
-    def links_mentioning(self, needle: str, limit: int) -> list[tuple[Row, str, str]]:
-        """(note, kind, target) of links whose target contains ``needle`` (ASCII case
-        ignored), in path order of the linking notes. Reads every link: for a prompt."""
-        rows = self.query(
-            f"SELECT {_prefixed('n')}, l.kind, l.target FROM links l JOIN notes n ON n.id = "
-            "l.note WHERE instr(lower(l.target), lower(?)) > 0 ORDER BY n.key LIMIT ?",
-            (needle, limit),
-        )
-        width = len(ROW_COLUMNS.split(","))
-        return [(row_of(r[:width]), str(r[width]), str(r[width + 1])) for r in rows]
-
     # --- attachments (fsnotes/notes/attachments.py): recorded, never read ------------------
 
     def attachment_manifest(self, folder: Components) -> dict[str, tuple[int, int, int, int]]:

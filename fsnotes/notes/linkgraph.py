@@ -1,8 +1,8 @@
 """Links and tags as a workspace's index knows them, checked against the files.
 
-``notes_links`` (a note's outgoing links resolved, and its backlinks), ``notes_tags``, and
-what a move needs to know before it rewrites links (:mod:`fsnotes.notes.relink`) all ask
-here. What a link means is :mod:`fsnotes.notes.links`; this module only finds, in the
+``notes_links`` (a note's outgoing links resolved, and its backlinks), the ``related_notes``
+prompt (the same two, :mod:`fsnotes.notes.related`), ``notes_tags``, and what a move needs
+to know before it rewrites links (:mod:`fsnotes.notes.relink`) all ask here. What a link means is :mod:`fsnotes.notes.links`; this module only finds, in the
 index, the notes a link could name and the links that could name a note:
 
 * a link is stored with the ``leaf`` a note's case-folded file name (without extension)
@@ -89,7 +89,7 @@ def _linking(index: NoteIndex, leaves: Sequence[str]) -> list[IndexedLink]:
     return out
 
 
-def candidates(catalog: Catalog, leaves: Sequence[str]) -> list[Components]:
+def candidate_rows(catalog: Catalog, leaves: Sequence[str]) -> list[Row]:
     """The notes named by ``leaves``, each checked against its file (the ones that changed
     indexed again first)."""
     for _ in range(MAX_VERIFY_ROUNDS):
@@ -98,7 +98,12 @@ def candidates(catalog: Catalog, leaves: Sequence[str]) -> list[Components]:
             break
     else:
         rows = catalog.read(lambda ix: _named(ix, leaves))
-    return [row.parts for row in rows]
+    return rows
+
+
+def candidates(catalog: Catalog, leaves: Sequence[str]) -> list[Components]:
+    """The paths of :func:`candidate_rows`."""
+    return [row.parts for row in candidate_rows(catalog, leaves)]
 
 
 def linking(catalog: Catalog, leaves: Sequence[str]) -> list[IndexedLink]:
@@ -116,6 +121,7 @@ class Outgoing:
     target: rules.Target
     count: int
     resolved: Components | None
+    row: Row | None  # the resolved note as the index has it (checked), for its title
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +142,16 @@ def outgoing(
         grouped.setdefault((ref.kind, ref.embed, ref.target, ref.heading), []).append(ref)
     shown = list(grouped.values())[:MAX_OUTGOING]
     targets = [rules.classify(group[0], note, extensions) for group in shown]
-    pool = candidates(catalog, [t.leaf for t in targets if t.leaf is not None])
-    return [
-        Outgoing(group[0], target, len(group), rules.resolve(target, pool))
-        for group, target in zip(shown, targets, strict=True)
-    ], len(grouped)
+    rows = {
+        row.parts: row
+        for row in candidate_rows(catalog, [t.leaf for t in targets if t.leaf is not None])
+    }
+    out = []
+    for group, target in zip(shown, targets, strict=True):
+        resolved = rules.resolve(target, rows)
+        row = rows[resolved] if resolved is not None else None
+        out.append(Outgoing(group[0], target, len(group), resolved, row))
+    return out, len(grouped)
 
 
 def backlinks(
@@ -236,6 +247,7 @@ __all__ = [
     "Outgoing",
     "TagCount",
     "backlinks",
+    "candidate_rows",
     "candidates",
     "linking",
     "outgoing",

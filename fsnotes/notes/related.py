@@ -1,41 +1,34 @@
 """Notes related to one note, from the catalog: its links, the notes that link to it, the notes
 that share its tags, and a search for its title (the related_notes prompt).
 
-How a link is resolved (a small rule, stated so that a reader can predict it):
-
-- A Markdown link ``[x](../plans/shed.md)`` is a path relative to the linking note's folder
-  (percent-escapes decoded); one that leaves the workspace, or that names no note, is broken.
-  A link to anything that is not a note (an image, a PDF, a web page) is not a note link.
-- A wikilink ``[[Shed]]`` names a note by its file name without extension (``[[shed.md]]``
-  with it), case ignored; ``[[plans/shed]]`` by its path from the workspace's top. When
-  several notes have that name, the one in the linking note's folder wins, then the one with
-  the shortest path, then the first in path order.
+What a link is and which note it names are :mod:`fsnotes.notes.links`'s rules, asked of the
+index through :mod:`fsnotes.notes.linkgraph` exactly as ``notes_links`` asks: the notes it
+links to are the ones ``notes_links`` resolves its links to, the notes that link to it are
+its backlinks there, and its broken links are the ones ``notes_links`` reports ``broken``
+or ``outside`` (an attachment, ``other`` there, is not a note link). The note itself is
+never named as related to itself.
 
 Every note returned was checked against its file by the catalog.
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
+from . import linkgraph
 from .catalog import Catalog
 from .markdown import NoteMeta
 from .query import QueryError
 from .query import parse as parse_query
 from .schema import Row
-from .store import NoteStore, display, stem_of
+from .store import NoteStore, display
 
 Components = tuple[str, ...]
 
-# Notes named as related in one prompt: enough to choose from, few enough to read.
+# Notes named as related in one prompt: enough to choose from, few enough to read. (The
+# links followed, and the backlinks found, are linkgraph's MAX_OUTGOING and MAX_BACKLINKS.)
 MAX_RELATED = 25
-# Links that mention the note's name, looked at to find the ones that lead to it.
-MAX_BACKLINK_CANDIDATES = 500
-# Notes with a given file name considered when resolving one wikilink.
-MAX_SAME_NAME = 50
 # Tags of the note followed, and notes taken per tag (in path order).
 MAX_TAGS_FOLLOWED = 5
 PER_TAG = 10
@@ -59,33 +52,6 @@ def _link_text(kind: str, target: str) -> str:
     return f"[[{target}]]" if kind == "wikilink" else f"({target})"
 
 
-def resolve(
-    catalog: Catalog, store: NoteStore, kind: str, target: str, source: Components
-) -> tuple[bool, Row | None]:
-    """Whether a link of the note at ``source`` is a link to a note, and the note it leads
-    to (None: a note link that leads nowhere, a broken link)."""
-    if kind == "markdown":
-        path = unquote(target)
-        if not store.is_note_name(posixpath.basename(path)):
-            return False, None  # an image, a PDF, a folder: not a note link
-        joined = posixpath.normpath(posixpath.join(*source[:-1], path))
-        if joined.startswith(("../", "/")) or joined in ("..", "."):
-            return True, None  # leaves the workspace
-        return True, catalog.note_at(tuple(joined.split("/")))
-    name = target.strip().strip("/")
-    if not name:
-        return True, None
-    names = [name] if store.is_note_name(name) else [name + ext for ext in store.extensions]
-    rows = catalog.ending_with(names, MAX_SAME_NAME)
-    if "/" in name:  # a path from the workspace's top, not any folder's
-        exact = {n.casefold() for n in names}
-        rows = [r for r in rows if display(r.parts).casefold() in exact]
-    if not rows:
-        return True, None
-    folder = source[:-1]
-    return True, min(rows, key=lambda r: (r.parts[:-1] != folder, len(r.parts), r.parts))
-
-
 def related(catalog: Catalog, store: NoteStore, parts: Components, meta: NoteMeta) -> Related:
     """Candidates related to the note at ``parts`` (whose analysis is ``meta``), best
     reasons first: links from it, links to it, shared tags, its title's words."""
@@ -99,18 +65,19 @@ def related(catalog: Catalog, store: NoteStore, parts: Components, meta: NoteMet
         if reason not in candidate.reasons:
             candidate.reasons.append(reason)
 
-    for link in meta.links:
-        kind, target = link["type"], link["target"]
-        is_note_link, leads = resolve(catalog, store, kind, target, parts)
-        if leads is not None:
-            add(leads, "it links there")
-        elif is_note_link:
-            broken.append(_link_text(kind, target))
+    catalog.refresh(parts)  # this note as read now, whatever the index had (as notes_links)
+    outgoing, _total = linkgraph.outgoing(catalog, parts, meta.refs, store.extensions)
+    for link in outgoing:
+        if link.row is not None:
+            add(link.row, "it links there")
+        elif not link.target.attachment:  # notes_links' 'broken' and 'outside'
+            text = _link_text(link.occurrence.kind, link.occurrence.target)
+            if text not in broken:  # one entry per target, whatever its headings
+                broken.append(text)
 
-    for row, kind, target in catalog.links_mentioning(stem_of(parts[-1]), MAX_BACKLINK_CANDIDATES):
-        _note_link, leads = resolve(catalog, store, kind, target, row.parts)
-        if leads is not None and leads.parts == parts:
-            add(row, "links here")
+    backlinks, _total = linkgraph.backlinks(catalog, parts, store.extensions)
+    for backlink in backlinks:
+        add(backlink.row, "links here")
 
     for tag in meta.tags[:MAX_TAGS_FOLLOWED]:
         for row in catalog.page((), None, PER_TAG + 1, tag).rows:

@@ -106,3 +106,68 @@ def test_bad_prompt_requests_are_invalid_params(era_wire: EraWire, workspace: Pa
         {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "x", "value": ""}},
     )
     assert bad["code"] == -32602
+
+
+# Links whose meaning the prompt once decided with its own resolver, unlike notes_links.
+LINKING = {
+    "hub/hub.md": (
+        "# Hub\n\n[[sub/deep#Part|the deep one]] (a folder and name: a suffix of its path), "
+        "[[near]] (two notes of that name: the shortest path wins), [[./sib]] (relative), "
+        "[the other](../other) (a path without its extension), ![[pic.png]] (an attachment, "
+        "not a broken note link), [[Ghost]] and [gone](gone.md) (broken).\n\n"
+        "```\n[[fenced]]\n```\n"
+    ),
+    "hub/near.md": "# Hub near\n",
+    "hub/sib.md": "# Sib\n",
+    "near.md": "# Near\n",
+    "other.md": "# Other\n",
+    "x/sub/deep.md": "# Deep\n\n![[Hub]]\n",
+    "fenced.md": "# Fenced\n",
+}
+
+
+def _lines(text: str) -> dict[str, str]:
+    """path -> reasons, from the prompt's candidate lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("- "):
+            path, reasons = line.split(" (", 1)[1].split("): ", 1)
+            out[path] = reasons.rsplit(": file://", 1)[0]
+    return out
+
+
+def test_related_notes_resolves_links_as_notes_links_does(workspace: Path, tmp_path: Path) -> None:
+    for rel, text in LINKING.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(text)
+    w = EraWire(workspace, tmp_path / "state", "modern")
+    try:
+        for rel in ("hub/hub.md", "near.md"):
+            uri = (workspace / rel).as_uri()
+            got = w.result("prompts/get", {"name": "related_notes", "arguments": {"uri": uri}})
+            text = got["messages"][0]["content"]["text"]
+            links = w.tool("notes_links", {"uri": uri})["structuredContent"]
+            reasons = _lines(text)
+            to = {p for p, r in reasons.items() if "it links there" in r.split("; ")}
+            back = {p for p, r in reasons.items() if "links here" in r.split("; ")}
+            assert to == {o["path"] for o in links["outgoing"] if o["status"] == "note"} - {rel}
+            assert back == {b["path"] for b in links["backlinks"]} - {rel}
+            broken = list(
+                dict.fromkeys(  # one per target, whatever its headings
+                    f"[[{o['target']}]]" if o["type"] == "wikilink" else f"({o['target']})"
+                    for o in links["outgoing"]
+                    if o["status"] in ("broken", "outside")
+                )
+            )
+            if broken:
+                assert f"Its links that lead to no note: {', '.join(broken)}" in text
+            else:
+                assert "lead to no note" not in text
+            if rel == "hub/hub.md":
+                assert to == {"x/sub/deep.md", "near.md", "hub/sib.md", "other.md"}
+                assert back == {"x/sub/deep.md"}
+                assert broken == ["[[Ghost]]", "(gone.md)"]
+            else:
+                assert back == {"hub/hub.md"} and to == set()
+    finally:
+        w.close()
