@@ -2,8 +2,9 @@
 
 ``notes_links`` (a note's outgoing links resolved, and its backlinks), the ``related_notes``
 prompt (the same two, :mod:`fsnotes.notes.related`), ``notes_tags``, and what a move needs
-to know before it rewrites links (:mod:`fsnotes.notes.relink`) all ask here. What a link means is :mod:`fsnotes.notes.links`; this module only finds, in the
-index, the notes a link could name and the links that could name a note:
+to know before it rewrites links (:mod:`fsnotes.notes.relink`) all ask here. What a link
+means is :mod:`fsnotes.notes.links`; this module only finds, in the index, the notes a link
+could name and the links that could name a note:
 
 * a link is stored with the ``leaf`` a note's case-folded file name (without extension)
   must equal for the link to name it, and every note with its case-folded stem, so the

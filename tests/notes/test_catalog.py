@@ -238,7 +238,7 @@ def test_a_note_created_in_a_new_folder_during_a_scan_stays_in_the_index(
     report = catalog.rescan(progress=between_the_passes)
     assert report is not None and created == ["new/idea.md"]
     assert report.removed == 0
-    assert catalog.note_at(("new", "idea.md")) is not None
+    assert catalog.index.get(("new", "idea.md")) is not None
     listed = svc.notes_list(None, None, None, None, None)
     assert "new/idea.md" in [str(n.path) for n in listed.notes]  # type: ignore[attr-defined]
     # A folder that really went away is still dropped by the next scan.
@@ -246,7 +246,7 @@ def test_a_note_created_in_a_new_folder_during_a_scan_stays_in_the_index(
     (vault / "new").rmdir()
     again = catalog.rescan()
     assert again is not None and again.removed == 1
-    assert catalog.note_at(("new", "idea.md")) is None
+    assert catalog.index.get(("new", "idea.md")) is None
 
 
 def test_an_interrupted_build_resumes_where_its_last_batch_ended(
