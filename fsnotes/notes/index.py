@@ -472,13 +472,15 @@ class NoteIndex:
     ) -> int:
         """Write (or rewrite) these notes, and ``meta``, in one transaction. ``fresh`` names
         notes the caller knows the index does not hold (no old rows to remove first)."""
-        count = 0
+        docs = list(docs)
+        count = len(docs)
         with self._write() as tx:
-            for doc in docs:
-                if doc.parts not in fresh:
-                    self._delete_key(tx, key_of(doc.parts))
-                self._insert(tx, doc, self.extensions)
-                count += 1
+            new = len(docs) > 1 and all(doc.parts in fresh for doc in docs)
+            if not (new and self._insert_many(tx, docs, self.extensions)):
+                for doc in docs:
+                    if doc.parts not in fresh:
+                        self._delete_key(tx, key_of(doc.parts))
+                    self._insert(tx, doc, self.extensions)
             if meta:
                 tx.conn.executemany(
                     "INSERT INTO meta(key, value) VALUES (?, ?) "
@@ -540,63 +542,44 @@ class NoteIndex:
 
     @staticmethod
     def _insert(tx: _Tx, doc: Document, extensions: Sequence[str]) -> None:
+        """One note, row by row (SQLite picks its id)."""
         conn = tx.conn
         tx.delta += 1
-        meta, parts, info = doc.meta, doc.parts, doc.info
-        cur = conn.execute(
-            "INSERT INTO notes(key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, "
-            "title, title_fold, tags, body_start, stem_fold) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                key_of(parts),
-                key_of(parts[:-1]),
-                parts[-1],
-                "/".join(parts).casefold(),
-                int64(info.identity.dev),
-                int64(info.identity.ino),
-                info.mtime_ns,
-                info.size,
-                doc.etag,
-                meta.title,
-                meta.title.casefold(),
-                json.dumps(meta.tags, ensure_ascii=False),
-                meta.body_start_line,
-                stem_of(parts[-1]).casefold(),
-            ),
-        )
-        note_id = cur.lastrowid
-        path_words = path_text(parts)
-        front = list(whererules.pairs(meta.frontmatter))
-        scope = scope_text(parts, meta.tags, front)
-        conn.executemany(
-            "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
-            [(t.casefold(), note_id) for t in meta.tags],
-        )
-        conn.executemany(
-            "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            _link_rows(note_id, parts, meta.refs, extensions),
-        )
-        conn.executemany(
-            "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
-            [(key, value, note_id) for key, value in front],
-        )
-        conn.execute(
-            f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                note_id,
-                path_words,
-                meta.title,
-                "\n".join(meta.all_headings),
-                " ".join(meta.tags),
-                front_text(meta.frontmatter),
-                meta.body,
-                scope,
-            ),
-        )
-        conn.execute(
-            "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
-            (note_id, meta.title, path_words, scope),
-        )
+        cur = conn.execute(_NOTE_INSERT, _note_row(doc))
+        rows = _side_rows(cur.lastrowid, doc, extensions)
+        for table, sql in _SIDE_INSERTS.items():
+            conn.executemany(sql, rows[table])
+
+    @staticmethod
+    def _insert_many(tx: _Tx, docs: Sequence[Document], extensions: Sequence[str]) -> bool:
+        """Notes the index does not hold, a few statements for the whole batch: each
+        table's rows are passed as one JSON array and expanded by ``json_each`` inside
+        SQLite. The rows are those of :meth:`_insert`, and the ids the ones SQLite would
+        pick there (one more than the largest, in order), so the index holds the same.
+        Why: a statement per row hands Python's GIL back and forth at every row, and with
+        the scanner's reader thread parsing the next batch meanwhile each hand-back waits
+        for the reader's switch interval; one statement per table keeps SQLite's work
+        (tokenising, the FTS5 segments, the b-trees) out of the GIL. Returns False, having
+        written nothing, when the batch cannot go this way (a NUL in its text: SQLite's
+        JSON functions cut a string there), for the caller to write it row by row."""
+        conn = tx.conn
+        top = conn.execute("SELECT max(id) FROM notes").fetchone()[0]
+        first = 1 if top is None else int(top) + 1
+        if first + len(docs) >= 1 << 63:
+            return False  # past the largest rowid SQLite picks ids otherwise
+        tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
+        tables.update({table: [] for table in _SIDE_INSERTS})
+        for note_id, doc in enumerate(docs, first):
+            tables["notes"].append((note_id, *_note_row(doc)))
+            for table, rows in _side_rows(note_id, doc, extensions).items():
+                tables[table].extend(rows)
+        payloads = {t: json.dumps(rows, ensure_ascii=False) for t, rows in tables.items()}
+        if any("\\u0000" in text for text in payloads.values()):
+            return False
+        for table, text in payloads.items():
+            conn.execute(_BULK_INSERTS[table], (text,))
+        tx.delta += len(docs)
+        return True
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -835,6 +818,90 @@ class NoteIndex:
             (key_of(after) if after else "", limit),
         )
         return [AttachmentRow(parts_of(r[0]), uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows]
+
+
+_NOTE_COLUMNS = (
+    "key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, title, title_fold, tags, "
+    "body_start, stem_fold"
+)
+_NOTE_INSERT = f"INSERT INTO notes({_NOTE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
+_FTS_INSERT = f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES ({', '.join('?' * 8)})"
+# The rows of a note besides its ``notes`` row, by table, in the order they are written.
+_SIDE_INSERTS = {
+    "tags": "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
+    "links": "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "front": "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
+    "fts": _FTS_INSERT,
+    "tfts": "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
+}
+
+
+def _from_json(insert: str, width: int) -> str:
+    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from one JSON array of
+    arrays bound as the only parameter (json_extract: SQLite 3.38 has it built in; older
+    builds have had JSON1 compiled in by default for years)."""
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(width))
+    return f"{insert} SELECT {values} FROM json_each(?)"
+
+
+_BULK_INSERTS = {
+    "notes": _from_json(f"INSERT INTO notes(id, {_NOTE_COLUMNS})", 15),
+    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2),
+    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7),
+    "front": _from_json("INSERT INTO front(key, value, note)", 3),
+    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8),
+    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4),
+}
+
+
+def _note_row(doc: Document) -> tuple[Any, ...]:
+    """A note's ``notes`` row (without its id), in :data:`_NOTE_COLUMNS` order."""
+    meta, parts, info = doc.meta, doc.parts, doc.info
+    return (
+        key_of(parts),
+        key_of(parts[:-1]),
+        parts[-1],
+        "/".join(parts).casefold(),
+        int64(info.identity.dev),
+        int64(info.identity.ino),
+        info.mtime_ns,
+        info.size,
+        doc.etag,
+        meta.title,
+        meta.title.casefold(),
+        json.dumps(meta.tags, ensure_ascii=False),
+        meta.body_start_line,
+        stem_of(parts[-1]).casefold(),
+    )
+
+
+def _side_rows(
+    note_id: int | None, doc: Document, extensions: Sequence[str]
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of note ``note_id`` in every table but ``notes`` (see :data:`_SIDE_INSERTS`)."""
+    meta, parts = doc.meta, doc.parts
+    path_words = path_text(parts)
+    front = list(whererules.pairs(meta.frontmatter))
+    scope = scope_text(parts, meta.tags, front)
+    return {
+        "tags": [(t.casefold(), note_id) for t in meta.tags],
+        "links": _link_rows(note_id, parts, meta.refs, extensions),
+        "front": [(key, value, note_id) for key, value in front],
+        "fts": [
+            (
+                note_id,
+                path_words,
+                meta.title,
+                "\n".join(meta.all_headings),
+                " ".join(meta.tags),
+                front_text(meta.frontmatter),
+                meta.body,
+                scope,
+            )
+        ],
+        "tfts": [(note_id, meta.title, path_words, scope)],
+    }
 
 
 def _link_rows(
