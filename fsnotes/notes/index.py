@@ -77,8 +77,22 @@ RARE_TAG_NOTES = 2_000
 BUILD_CACHE_KIB = 32 * 1024
 # A full scan that writes at least this many notes is a build (see NoteIndex.bulk).
 BUILD_NOTES = 5_000
-# FTS5's default: merge a level's segments once there are this many.
+# FTS5's defaults: merge a level's segments once there are this many (automerge), merge
+# them at once, whatever automerge says, past this many (crisismerge), and write the words
+# pending in memory out as a new segment past this many bytes (hashsize).
 FTS_AUTOMERGE = 4
+FTS_CRISISMERGE = 16
+FTS_HASHSIZE = 1024 * 1024
+# During a build: no merging before the one at the end until a level holds this many
+# segments (each level merged costs rewriting it; a 100k-note build makes about a hundred
+# segments, one per batch). FTS5 allows at most 2,000 segments in all, so a vault of
+# millions of notes still merges long before that; a query during the build looks up each
+# term in at most this many segments per level (milliseconds).
+BUILD_CRISISMERGE = 256
+# During a build: a batch's words stay in memory until it commits (one segment per batch,
+# not one per megabyte of words). A batch of a thousand notes of a few KiB each holds about
+# 3 MiB of words; this bounds the memory a batch of large notes takes.
+BUILD_HASHSIZE = 8 * 1024 * 1024
 # Page cache per connection: queries touch a few hundred pages; several worker threads each
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
@@ -418,15 +432,17 @@ class NoteIndex:
     def bulk(self, notes: int) -> Iterator[None]:
         """For this thread's writes of a full scan that will write ``notes`` notes: a larger
         page cache while it lasts and, for a build (at least :data:`BUILD_NOTES`), FTS5's
-        incremental merging paused and one merge at the end instead, which does the same
-        work once rather than level by level (about a fifth less CPU for a build). The
-        merge setting is persistent: a build killed halfway leaves it paused, so every
-        scan first puts it back."""
+        incremental merging paused (crisis merges only past :data:`BUILD_CRISISMERGE`
+        segments, one segment per batch: :data:`BUILD_HASHSIZE`) and one merge at the
+        end instead, which does the same work once rather than level by level (about a
+        fifth less CPU for a build, and a fifth less again for the fewer merges). The
+        merge settings are persistent: a build killed halfway leaves them set, so every
+        scan first puts them back."""
         conn = self._conns.get()
         building = notes >= BUILD_NOTES
         try:
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
-            self._automerge(conn, 0 if building else FTS_AUTOMERGE)
+            self._merging(conn, building=building)
         except sqlite3.Error as exc:
             raise classify(exc) from None
         try:
@@ -434,15 +450,25 @@ class NoteIndex:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-                self._automerge(conn, FTS_AUTOMERGE)
+                self._merging(conn, building=False)
                 if building:
                     for table in ("fts", "tfts"):
                         conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
     @staticmethod
-    def _automerge(conn: sqlite3.Connection, value: int) -> None:
+    def _merging(conn: sqlite3.Connection, *, building: bool) -> None:
+        settings = (
+            {"automerge": 0, "crisismerge": BUILD_CRISISMERGE, "hashsize": BUILD_HASHSIZE}
+            if building
+            else {
+                "automerge": FTS_AUTOMERGE,
+                "crisismerge": FTS_CRISISMERGE,
+                "hashsize": FTS_HASHSIZE,
+            }
+        )
         for table in ("fts", "tfts"):
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (value,))
+            for option, value in settings.items():
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (option, value))
 
     # --- meta ------------------------------------------------------------------------------
 

@@ -104,7 +104,9 @@ def _build_both(
     servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Catalog, Catalog]:
     built, single = (_catalog(s) for s in servers)
-    report = built.rescan()
+    with monkeypatch.context() as m:
+        m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings, however small
+        report = built.rescan()
     assert report is not None and report.indexed == len(NOTES) + MANY
     with monkeypatch.context() as m:
         m.setattr(scan, "BATCH", 1)  # one note per upsert: the row-by-row path
@@ -159,3 +161,30 @@ def test_a_build_batch_with_a_nul_is_written_row_by_row(
     built, single = _build_both(servers, monkeypatch)
     assert True in calls and False in calls  # the many/ batch in bulk, the top level not
     assert _dump(built) == _dump(single)
+
+
+def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
+    conn = sqlite3.connect(catalog.index.path)
+    try:
+        return {t: dict(conn.execute(f"SELECT k, v FROM {t}_config")) for t in ("fts", "tfts")}
+    finally:
+        conn.close()
+
+
+def test_merge_settings_a_killed_build_left_are_put_back_by_the_next_scan(
+    servers: tuple[Server, Server],
+) -> None:
+    catalog = _catalog(servers[0])
+    assert catalog.rescan() is not None
+    after_scan = _merge_settings(catalog)
+    assert after_scan["fts"]["crisismerge"] == indexmod.FTS_CRISISMERGE
+    # What a build killed before its end leaves (the settings live in the file).
+    conn = sqlite3.connect(catalog.index.path)
+    try:
+        indexmod.NoteIndex._merging(conn, building=True)
+        conn.commit()
+    finally:
+        conn.close()
+    assert _merge_settings(catalog)["fts"]["hashsize"] == indexmod.BUILD_HASHSIZE
+    assert catalog.rescan() is not None  # nothing changed: not a build
+    assert _merge_settings(catalog) == after_scan
