@@ -104,7 +104,10 @@ class Scanner:
             if stop():
                 report.cancelled = True
                 return report
-            changed, vanished = self._diff(parts, entries)
+            # Counted without asking whether a URI can name each new note (the costliest
+            # check of a build, made again in pass 2 where it decides): a note-named file
+            # no URI can hold counts as one changed note, done when pass 2 skips it.
+            changed, vanished, _unlisted = self._diff(parts, entries, check=False)
             report.notes += len(entries)
             if changed or vanished:
                 pending.append(parts)
@@ -199,20 +202,24 @@ class Scanner:
         return [(e.name, e.info) for e in listed if e.info.kind == "file" and is_note_name(e.name)]
 
     def _diff(
-        self, parts: Components, entries: list[FileInfoEntry]
-    ) -> tuple[list[tuple[str, FileInfo, bool]], list[str]]:
-        """What changed in one folder: (name, info, known before) for each note to read, and
-        the names the index knows that are gone."""
+        self, parts: Components, entries: list[FileInfoEntry], *, check: bool = True
+    ) -> tuple[list[tuple[str, FileInfo, bool]], list[str], int]:
+        """What changed in one folder: (name, info, known before) for each note to read,
+        the names the index knows that are gone, and how many changed files are not notes
+        to list after all (a name no URI can hold; only asked when ``check``)."""
         known = self.index.manifest(parts)
         changed = []
+        unlisted = 0
         for name, info in entries:
             was = known.pop(name, None)
             if was == (info.identity.dev, info.identity.ino, info.mtime_ns, info.size):
                 continue
             # Addressability depends on the name only, so an unchanged note passed it already.
-            if self.store.is_listed((*parts, name), info, self.base):
+            if not check or self.store.is_listed((*parts, name), info, self.base):
                 changed.append((name, info, was is not None))
-        return changed, list(known)
+            else:
+                unlisted += 1
+        return changed, list(known), unlisted
 
     def _write_pending(
         self,
@@ -272,6 +279,12 @@ class Scanner:
                     if item.vanished:
                         report.removed += self.index.delete(item.vanished)
                     done += item.size
+                    if not (item.docs or item.rejects or item.vanished):
+                        # Nothing to write (a folder whose only change is a file that is
+                        # not a note after all): no transaction, only progress.
+                        if progress is not None:
+                            progress(min(done, total), total)
+                        continue
                     meta = {"scan_done": str(min(done, total)), "scan_total": str(total)}
                     self.index.upsert(item.docs, meta=meta, fresh=item.fresh)
                     if item.rejects:
@@ -294,16 +307,18 @@ class Scanner:
                 listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
             except sx.SandboxError:
                 listed = []  # gone since the first pass: its notes are dropped
-            changed, vanished = self._diff(parts, self._candidates(listed))
+            changed, vanished, unlisted = self._diff(parts, self._candidates(listed))
             gone = [(*parts, name) for name in vanished]
             if not changed:
-                yield _Batch([], [], set(), gone, 0)
+                yield _Batch([], [], set(), gone, unlisted)
                 continue
             for start in range(0, len(changed), BATCH):
                 chunk = changed[start : start + BATCH]
                 docs, rejects = self._read_batch(parts, [(n, i) for n, i, _known in chunk])
                 fresh = {(*parts, n) for n, _i, known in chunk if not known}
-                yield _Batch(docs, rejects, fresh, gone if start == 0 else [], len(chunk))
+                first = start == 0
+                size = len(chunk) + (unlisted if first else 0)
+                yield _Batch(docs, rejects, fresh, gone if first else [], size)
 
     def _read_batch(
         self, parts: Components, batch: list[tuple[str, FileInfo]]

@@ -188,3 +188,20 @@ def test_merge_settings_a_killed_build_left_are_put_back_by_the_next_scan(
     assert _merge_settings(catalog)["fts"]["hashsize"] == indexmod.BUILD_HASHSIZE
     assert catalog.rescan() is not None  # nothing changed: not a build
     assert _merge_settings(catalog) == after_scan
+
+
+def test_a_build_with_files_no_uri_can_name_reports_progress_up_to_its_total(
+    servers: tuple[Server, Server], vault: Path
+) -> None:
+    # Note-named files a URI cannot hold (a backslash, a control character): counted by
+    # the first pass, skipped by the second, never indexed.
+    (vault / "back\\slash.md").write_text("# not listable\n")
+    (vault / "many" / "ctl\x01.md").write_text("# not listable\n")
+    catalog = _catalog(servers[0])
+    seen: list[tuple[int, int]] = []
+    report = catalog.rescan(progress=lambda done, total: seen.append((done, total)))
+    assert report is not None and report.indexed == len(NOTES) + MANY
+    assert seen[-1] == (len(NOTES) + MANY + 2, len(NOTES) + MANY + 2)
+    assert [done for done, _total in seen] == sorted(done for done, _total in seen)
+    assert catalog.index.count() == len(NOTES) + MANY
+    assert catalog.status().complete
