@@ -489,21 +489,32 @@ class NoteIndex:
 
     # --- writes ----------------------------------------------------------------------------
 
+    def prepare(self, docs: Sequence[Document]) -> NewNotes:
+        """``docs`` (notes the index does not hold) made ready for :meth:`upsert`: pure
+        Python, no connection, so the scanner's reader thread does it, not the writer."""
+        return NewNotes.of(docs, self.extensions)
+
     def upsert(
         self,
-        docs: Iterable[Document],
+        docs: Iterable[Document] | NewNotes,
         *,
         meta: dict[str, str] | None = None,
         fresh: Collection[Components] = (),
     ) -> int:
         """Write (or rewrite) these notes, and ``meta``, in one transaction. ``fresh`` names
-        notes the caller knows the index does not hold (no old rows to remove first)."""
-        docs = list(docs)
-        count = len(docs)
+        notes the caller knows the index does not hold (no old rows to remove first); a
+        :class:`NewNotes` (from :meth:`prepare`) holds only such notes."""
+        batch: NewNotes | None
+        if isinstance(docs, NewNotes):
+            batch, items = docs, list(docs.docs)
+            fresh = {doc.parts for doc in items}
+        else:
+            items = list(docs)
+            new = len(items) > 1 and all(doc.parts in fresh for doc in items)
+            batch = self.prepare(items) if new else None
         with self._write() as tx:
-            new = len(docs) > 1 and all(doc.parts in fresh for doc in docs)
-            if not (new and self._insert_many(tx, docs, self.extensions)):
-                for doc in docs:
+            if batch is None or not self._insert_many(tx, batch):
+                for doc in items:
                     if doc.parts not in fresh:
                         self._delete_key(tx, key_of(doc.parts))
                     self._insert(tx, doc, self.extensions)
@@ -513,7 +524,7 @@ class NoteIndex:
                     "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                     list(meta.items()),
                 )
-        return count
+        return len(items)
 
     def delete(self, keys: Iterable[Components]) -> int:
         with self._write() as tx:
@@ -577,34 +588,24 @@ class NoteIndex:
             conn.executemany(sql, rows[table])
 
     @staticmethod
-    def _insert_many(tx: _Tx, docs: Sequence[Document], extensions: Sequence[str]) -> bool:
-        """Notes the index does not hold, a few statements for the whole batch: each
-        table's rows are passed as one JSON array and expanded by ``json_each`` inside
-        SQLite. The rows are those of :meth:`_insert`, and the ids the ones SQLite would
-        pick there (one more than the largest, in order), so the index holds the same.
-        Why: a statement per row hands Python's GIL back and forth at every row, and with
-        the scanner's reader thread parsing the next batch meanwhile each hand-back waits
-        for the reader's switch interval; one statement per table keeps SQLite's work
-        (tokenising, the FTS5 segments, the b-trees) out of the GIL. Returns False, having
-        written nothing, when the batch cannot go this way (a NUL in its text: SQLite's
-        JSON functions cut a string there), for the caller to write it row by row."""
-        conn = tx.conn
-        top = conn.execute("SELECT max(id) FROM notes").fetchone()[0]
-        first = 1 if top is None else int(top) + 1
-        if first + len(docs) >= 1 << 63:
-            return False  # past the largest rowid SQLite picks ids otherwise
-        tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
-        tables.update({table: [] for table in _SIDE_INSERTS})
-        for note_id, doc in enumerate(docs, first):
-            tables["notes"].append((note_id, *_note_row(doc)))
-            for table, rows in _side_rows(note_id, doc, extensions).items():
-                tables[table].extend(rows)
-        payloads = {t: json.dumps(rows, ensure_ascii=False) for t, rows in tables.items()}
-        if any("\\u0000" in text for text in payloads.values()):
+    def _insert_many(tx: _Tx, batch: NewNotes) -> bool:
+        """The notes of ``batch`` (which the index does not hold), one statement per
+        table: each table's rows are bound as one JSON array and expanded by ``json_each``
+        inside SQLite. The rows are those of :meth:`_insert`, and the ids the ones SQLite
+        would pick there (one more than the largest, in order), so the index holds the
+        same. Why: SQLite's work (tokenising, the FTS5 segments, the b-trees) then runs
+        without Python's GIL, beside the scanner's reader thread, and a statement per row
+        costs Python time per row. Returns False, having written nothing, when the batch
+        cannot go this way, for the caller to write it row by row."""
+        if batch.payloads is None:
             return False
-        for table, text in payloads.items():
-            conn.execute(_BULK_INSERTS[table], (text,))
-        tx.delta += len(docs)
+        top = tx.conn.execute("SELECT max(id) FROM notes").fetchone()[0]
+        base = 0 if top is None else int(top)
+        if base + len(batch.docs) >= (1 << 63) - 1:
+            return False  # past the largest rowid SQLite picks ids otherwise
+        for table, text in batch.payloads.items():
+            tx.conn.execute(_BULK_INSERTS[table], {"rows": text, "base": base})
+        tx.delta += len(batch.docs)
         return True
 
     # --- reads -----------------------------------------------------------------------------
@@ -863,22 +864,51 @@ _SIDE_INSERTS = {
 }
 
 
-def _from_json(insert: str, width: int) -> str:
-    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from one JSON array of
-    arrays bound as the only parameter (json_extract: SQLite 3.38 has it built in; older
-    builds have had JSON1 compiled in by default for years)."""
-    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(width))
-    return f"{insert} SELECT {values} FROM json_each(?)"
+def _from_json(insert: str, width: int, id_at: int) -> str:
+    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
+    arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
+    and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
+    have had JSON1 compiled in by default for years)."""
+    values = ", ".join(
+        f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
+    )
+    return f"{insert} SELECT {values} FROM json_each(:rows)"
 
 
 _BULK_INSERTS = {
-    "notes": _from_json(f"INSERT INTO notes(id, {_NOTE_COLUMNS})", 15),
-    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2),
-    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7),
-    "front": _from_json("INSERT INTO front(key, value, note)", 3),
-    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8),
-    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4),
+    "notes": _from_json(f"INSERT INTO notes(id, {_NOTE_COLUMNS})", 15, 0),
+    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
+    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
+    "front": _from_json("INSERT INTO front(key, value, note)", 3, 2),
+    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
+    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
 }
+
+
+class NewNotes:
+    """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
+    table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
+    the index's largest id). ``payloads`` is None when the batch must be written row by
+    row: SQLite's JSON functions end a string at a NUL."""
+
+    __slots__ = ("docs", "payloads")
+
+    def __init__(self, docs: Sequence[Document], payloads: dict[str, str] | None) -> None:
+        self.docs = docs
+        self.payloads = payloads
+
+    @classmethod
+    def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
+        tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
+        tables.update({table: [] for table in _SIDE_INSERTS})
+        for place, doc in enumerate(docs, 1):
+            tables["notes"].append((place, *_note_row(doc)))
+            for table, rows in _side_rows(place, doc, extensions).items():
+                tables[table].extend(rows)
+        payloads = {t: json.dumps(rows, ensure_ascii=False) for t, rows in tables.items()}
+        if any("\\u0000" in text for text in payloads.values()):
+            return cls(docs, None)
+        return cls(docs, payloads)
 
 
 def _note_row(doc: Document) -> tuple[Any, ...]:
@@ -961,6 +991,7 @@ __all__ = [
     "IndexCorrupt",
     "IndexProblem",
     "IndexUnavailable",
+    "NewNotes",
     "NoteIndex",
     "QueryRejected",
     "classify",

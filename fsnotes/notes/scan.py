@@ -32,7 +32,7 @@ from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
 
 from .attachments import SUFFIXES, is_attachment, media_type
-from .index import NoteIndex
+from .index import NewNotes, NoteIndex
 from .schema import Document
 from .store import MAX_NOTE_BYTES, NoteError, NoteStore
 
@@ -286,7 +286,8 @@ class Scanner:
                             progress(min(done, total), total)
                         continue
                     meta = {"scan_done": str(min(done, total)), "scan_total": str(total)}
-                    self.index.upsert(item.docs, meta=meta, fresh=item.fresh)
+                    writes = item.docs if item.new is None else item.new
+                    self.index.upsert(writes, meta=meta, fresh=item.fresh)
                     if item.rejects:
                         self.index.reject(item.rejects)
                     report.indexed += len(item.docs)
@@ -318,7 +319,13 @@ class Scanner:
                 fresh = {(*parts, n) for n, _i, known in chunk if not known}
                 first = start == 0
                 size = len(chunk) + (unlisted if first else 0)
-                yield _Batch(docs, rejects, fresh, gone if first else [], size)
+                # Rows of new notes are made here, in the reader, not in the writer.
+                new = (
+                    self.index.prepare(docs)
+                    if len(docs) > 1 and all(d.parts in fresh for d in docs)
+                    else None
+                )
+                yield _Batch(docs, rejects, fresh, gone if first else [], size, new)
 
     def _read_batch(
         self, parts: Components, batch: list[tuple[str, FileInfo]]
@@ -396,6 +403,7 @@ class _Batch:
     fresh: set[Components]  # notes the index does not hold yet
     vanished: list[Components]  # notes the index holds that are gone
     size: int  # changed notes this batch accounts for (progress)
+    new: NewNotes | None = None  # ``docs`` ready to write, when all are new to the index
 
 
 def _folder_name(name: str) -> bool:

@@ -152,8 +152,8 @@ def test_a_build_batch_with_a_nul_is_written_row_by_row(
     calls: list[bool] = []
     original = indexmod.NoteIndex._insert_many
 
-    def spy(tx: object, docs: object, extensions: object) -> bool:
-        done = original(tx, docs, extensions)  # type: ignore[arg-type]
+    def spy(tx: object, batch: object) -> bool:
+        done = original(tx, batch)  # type: ignore[arg-type]
         calls.append(done)
         return done
 
