@@ -232,9 +232,11 @@ class Scanner:
         """Read the changed notes of ``pending`` folders and write them to the index, in
         batches; False when ``stop`` said so first (what was committed stays).
 
-        A pipeline of two threads: one reads and parses the next batch (Python, holding the
-        GIL) while this one writes the last (SQLite, which releases it), so a build uses
-        both cores. The reader's queue holds at most :data:`PIPELINE_DEPTH` batches."""
+        A pipeline of two threads: one reads and parses the next batch and makes its rows
+        (Python, holding the GIL; :meth:`NoteIndex.prepare` for new notes) while this one
+        writes the last (SQLite, a few statements per batch, which release the GIL), so a
+        build uses both cores. The reader's queue holds at most :data:`PIPELINE_DEPTH`
+        batches (each with its rows: about twice its notes' text)."""
         batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(PIPELINE_DEPTH)
         halt = threading.Event()
 
