@@ -506,10 +506,11 @@ class NoteIndex:
         :class:`NewNotes` (from :meth:`prepare`) holds only such notes."""
         batch: NewNotes | None
         if isinstance(docs, NewNotes):
-            batch, items = docs, list(docs.docs)
-            fresh = {doc.parts for doc in items}
+            batch, items, count = docs, list(docs.docs), len(docs.parts)
+            fresh = set(docs.parts)
         else:
             items = list(docs)
+            count = len(items)
             new = len(items) > 1 and all(doc.parts in fresh for doc in items)
             batch = self.prepare(items) if new else None
         with self._write() as tx:
@@ -524,7 +525,7 @@ class NoteIndex:
                     "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                     list(meta.items()),
                 )
-        return len(items)
+        return count
 
     def delete(self, keys: Iterable[Components]) -> int:
         with self._write() as tx:
@@ -601,11 +602,13 @@ class NoteIndex:
             return False
         top = tx.conn.execute("SELECT max(id) FROM notes").fetchone()[0]
         base = 0 if top is None else int(top)
-        if base + len(batch.docs) >= (1 << 63) - 1:
-            return False  # past the largest rowid SQLite picks ids otherwise
+        if base + len(batch.parts) >= (1 << 63) - 1:
+            # Past the largest rowid (SQLite would pick ids at random from here; 2**63
+            # writes do not happen): start the index again, ids from 1.
+            raise IndexCorrupt("the index has used up its note ids")
         for table, text in batch.payloads.items():
             tx.conn.execute(_BULK_INSERTS[table], {"rows": text, "base": base})
-        tx.delta += len(batch.docs)
+        tx.delta += len(batch.parts)
         return True
 
     # --- reads -----------------------------------------------------------------------------
@@ -888,14 +891,21 @@ _BULK_INSERTS = {
 class NewNotes:
     """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
     table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
-    the index's largest id). ``payloads`` is None when the batch must be written row by
-    row: SQLite's JSON functions end a string at a NUL."""
+    the index's largest id). Once the rows are made the documents are let go (they would
+    double the memory a batch takes): ``docs`` is kept only when ``payloads`` is None, a
+    batch to write row by row (SQLite's JSON functions end a string at a NUL)."""
 
-    __slots__ = ("docs", "payloads")
+    __slots__ = ("docs", "parts", "payloads")
 
-    def __init__(self, docs: Sequence[Document], payloads: dict[str, str] | None) -> None:
-        self.docs = docs
+    def __init__(
+        self,
+        parts: list[Components],
+        payloads: dict[str, str] | None,
+        docs: Sequence[Document] = (),
+    ) -> None:
+        self.parts = parts
         self.payloads = payloads
+        self.docs = docs
 
     @classmethod
     def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
@@ -906,9 +916,10 @@ class NewNotes:
             for table, rows in _side_rows(place, doc, extensions).items():
                 tables[table].extend(rows)
         payloads = {t: json.dumps(rows, ensure_ascii=False) for t, rows in tables.items()}
+        parts = [doc.parts for doc in docs]
         if any("\\u0000" in text for text in payloads.values()):
-            return cls(docs, None)
-        return cls(docs, payloads)
+            return cls(parts, None, docs)
+        return cls(parts, payloads)
 
 
 def _note_row(doc: Document) -> tuple[Any, ...]:

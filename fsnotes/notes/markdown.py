@@ -68,7 +68,11 @@ def frontmatter_close(lines: list[str]) -> int | None:
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     """Return (frontmatter, body, body_start_line). No frontmatter: ({}, text, 1)."""
-    lines = text.split("\n")
+    if not text.startswith(FRONTMATTER_OPEN):
+        return {}, text, 1
+    # Only the lines the close may be on are split off; the rest stays one string (the
+    # body is joined back from it unchanged).
+    lines = text.split("\n", MAX_FRONTMATTER_LINES + 1)
     close = frontmatter_close(lines)
     if close is None:
         return {}, text, 1

@@ -281,7 +281,7 @@ class Scanner:
                     if item.vanished:
                         report.removed += self.index.delete(item.vanished)
                     done += item.size
-                    if not (item.docs or item.rejects or item.vanished):
+                    if not (item.written or item.rejects or item.vanished):
                         # Nothing to write (a folder whose only change is a file that is
                         # not a note after all): no transaction, only progress.
                         if progress is not None:
@@ -292,7 +292,7 @@ class Scanner:
                     self.index.upsert(writes, meta=meta, fresh=item.fresh)
                     if item.rejects:
                         self.index.reject(item.rejects)
-                    report.indexed += len(item.docs)
+                    report.indexed += item.written
                     report.rejected += len(item.rejects)
                     if progress is not None:
                         progress(min(done, total), total)
@@ -327,7 +327,10 @@ class Scanner:
                     if len(docs) > 1 and all(d.parts in fresh for d in docs)
                     else None
                 )
-                yield _Batch(docs, rejects, fresh, gone if first else [], size, new)
+                written = len(docs)
+                if new is not None and new.payloads is not None:
+                    docs = []  # their rows are made: let the texts go (see NewNotes)
+                yield _Batch(docs, rejects, fresh, gone if first else [], size, new, written)
 
     def _read_batch(
         self, parts: Components, batch: list[tuple[str, FileInfo]]
@@ -405,7 +408,8 @@ class _Batch:
     fresh: set[Components]  # notes the index does not hold yet
     vanished: list[Components]  # notes the index holds that are gone
     size: int  # changed notes this batch accounts for (progress)
-    new: NewNotes | None = None  # ``docs`` ready to write, when all are new to the index
+    new: NewNotes | None = None  # the notes ready to write, when all are new to the index
+    written: int = 0  # notes to write (``docs`` is emptied once ``new`` holds their rows)
 
 
 def _folder_name(name: str) -> bool:
