@@ -606,7 +606,7 @@ class NoteIndex:
             # Past the largest rowid (SQLite would pick ids at random from here; 2**63
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
-        for table, text in batch.payloads.items():
+        for table, text in batch.payloads:
             tx.conn.execute(_BULK_INSERTS[table], {"rows": text, "base": base})
         tx.delta += len(batch.parts)
         return True
@@ -888,6 +888,12 @@ _BULK_INSERTS = {
 }
 
 
+# Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
+# the batch's megabytes in one (large strings made in one thread and freed in another
+# leave the allocator's heaps larger than needed: peak memory at 100k notes).
+NOTES_PER_STATEMENT = 100
+
+
 class NewNotes:
     """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
     table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
@@ -900,7 +906,7 @@ class NewNotes:
     def __init__(
         self,
         parts: list[Components],
-        payloads: dict[str, str] | None,
+        payloads: list[tuple[str, str]] | None,
         docs: Sequence[Document] = (),
     ) -> None:
         self.parts = parts
@@ -909,15 +915,19 @@ class NewNotes:
 
     @classmethod
     def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
-        tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
-        tables.update({table: [] for table in _SIDE_INSERTS})
-        for place, doc in enumerate(docs, 1):
-            tables["notes"].append((place, *_note_row(doc)))
-            for table, rows in _side_rows(place, doc, extensions).items():
-                tables[table].extend(rows)
-        payloads = {t: json.dumps(rows, ensure_ascii=False) for t, rows in tables.items()}
+        payloads: list[tuple[str, str]] = []
+        for start in range(0, len(docs), NOTES_PER_STATEMENT):
+            tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
+            tables.update({table: [] for table in _SIDE_INSERTS})
+            for place, doc in enumerate(docs[start : start + NOTES_PER_STATEMENT], start + 1):
+                tables["notes"].append((place, *_note_row(doc)))
+                for table, rows in _side_rows(place, doc, extensions).items():
+                    tables[table].extend(rows)
+            for table, rows in tables.items():
+                if rows:
+                    payloads.append((table, json.dumps(rows, ensure_ascii=False)))
         parts = [doc.parts for doc in docs]
-        if any("\\u0000" in text for text in payloads.values()):
+        if any("\\u0000" in text for _table, text in payloads):
             return cls(parts, None, docs)
         return cls(parts, payloads)
 
