@@ -77,8 +77,22 @@ RARE_TAG_NOTES = 2_000
 BUILD_CACHE_KIB = 32 * 1024
 # A full scan that writes at least this many notes is a build (see NoteIndex.bulk).
 BUILD_NOTES = 5_000
-# FTS5's default: merge a level's segments once there are this many.
+# FTS5's defaults: merge a level's segments once there are this many (automerge), merge
+# them at once, whatever automerge says, past this many (crisismerge), and write the words
+# pending in memory out as a new segment past this many bytes (hashsize).
 FTS_AUTOMERGE = 4
+FTS_CRISISMERGE = 16
+FTS_HASHSIZE = 1024 * 1024
+# During a build: no merging before the one at the end until a level holds this many
+# segments (each level merged costs rewriting it; a 100k-note build makes about a hundred
+# segments, one per batch). FTS5 allows at most 2,000 segments in all, so a vault of
+# millions of notes still merges long before that; a query during the build looks up each
+# term in at most this many segments per level (milliseconds).
+BUILD_CRISISMERGE = 256
+# During a build: a batch's words stay in memory until it commits (one segment per batch,
+# not one per megabyte of words). A batch of a thousand notes of a few KiB each holds about
+# 3 MiB of words; this bounds the memory a batch of large notes takes.
+BUILD_HASHSIZE = 8 * 1024 * 1024
 # Page cache per connection: queries touch a few hundred pages; several worker threads each
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
@@ -418,15 +432,17 @@ class NoteIndex:
     def bulk(self, notes: int) -> Iterator[None]:
         """For this thread's writes of a full scan that will write ``notes`` notes: a larger
         page cache while it lasts and, for a build (at least :data:`BUILD_NOTES`), FTS5's
-        incremental merging paused and one merge at the end instead, which does the same
-        work once rather than level by level (about a fifth less CPU for a build). The
-        merge setting is persistent: a build killed halfway leaves it paused, so every
-        scan first puts it back."""
+        incremental merging paused (crisis merges only past :data:`BUILD_CRISISMERGE`
+        segments, one segment per batch: :data:`BUILD_HASHSIZE`) and one merge at the
+        end instead, which does the same work once rather than level by level (about a
+        fifth less CPU for a build; the fewer crisis merges save about a quarter of FTS5's
+        work again, measured at 10k notes). The merge settings are persistent: a build
+        killed halfway leaves them set, so every scan first puts them back."""
         conn = self._conns.get()
         building = notes >= BUILD_NOTES
         try:
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
-            self._automerge(conn, 0 if building else FTS_AUTOMERGE)
+            self._merging(conn, building=building)
         except sqlite3.Error as exc:
             raise classify(exc) from None
         try:
@@ -434,15 +450,25 @@ class NoteIndex:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-                self._automerge(conn, FTS_AUTOMERGE)
+                self._merging(conn, building=False)
                 if building:
                     for table in ("fts", "tfts"):
                         conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
     @staticmethod
-    def _automerge(conn: sqlite3.Connection, value: int) -> None:
+    def _merging(conn: sqlite3.Connection, *, building: bool) -> None:
+        settings = (
+            {"automerge": 0, "crisismerge": BUILD_CRISISMERGE, "hashsize": BUILD_HASHSIZE}
+            if building
+            else {
+                "automerge": FTS_AUTOMERGE,
+                "crisismerge": FTS_CRISISMERGE,
+                "hashsize": FTS_HASHSIZE,
+            }
+        )
         for table in ("fts", "tfts"):
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (value,))
+            for option, value in settings.items():
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (option, value))
 
     # --- meta ------------------------------------------------------------------------------
 
@@ -463,22 +489,36 @@ class NoteIndex:
 
     # --- writes ----------------------------------------------------------------------------
 
+    def prepare(self, docs: Sequence[Document]) -> NewNotes:
+        """``docs`` (notes the index does not hold) made ready for :meth:`upsert`: pure
+        Python, no connection, so the scanner's reader thread does it, not the writer."""
+        return NewNotes.of(docs, self.extensions)
+
     def upsert(
         self,
-        docs: Iterable[Document],
+        docs: Iterable[Document] | NewNotes,
         *,
         meta: dict[str, str] | None = None,
         fresh: Collection[Components] = (),
     ) -> int:
         """Write (or rewrite) these notes, and ``meta``, in one transaction. ``fresh`` names
-        notes the caller knows the index does not hold (no old rows to remove first)."""
-        count = 0
+        notes the caller knows the index does not hold (no old rows to remove first); a
+        :class:`NewNotes` (from :meth:`prepare`) holds only such notes."""
+        batch: NewNotes | None
+        if isinstance(docs, NewNotes):
+            batch, items, count = docs, list(docs.docs), len(docs.parts)
+            fresh = set(docs.parts)
+        else:
+            items = list(docs)
+            count = len(items)
+            new = len(items) > 1 and all(doc.parts in fresh for doc in items)
+            batch = self.prepare(items) if new else None
         with self._write() as tx:
-            for doc in docs:
-                if doc.parts not in fresh:
-                    self._delete_key(tx, key_of(doc.parts))
-                self._insert(tx, doc, self.extensions)
-                count += 1
+            if batch is None or not self._insert_many(tx, batch):
+                for doc in items:
+                    if doc.parts not in fresh:
+                        self._delete_key(tx, key_of(doc.parts))
+                    self._insert(tx, doc, self.extensions)
             if meta:
                 tx.conn.executemany(
                     "INSERT INTO meta(key, value) VALUES (?, ?) "
@@ -540,63 +580,36 @@ class NoteIndex:
 
     @staticmethod
     def _insert(tx: _Tx, doc: Document, extensions: Sequence[str]) -> None:
+        """One note, row by row (SQLite picks its id)."""
         conn = tx.conn
         tx.delta += 1
-        meta, parts, info = doc.meta, doc.parts, doc.info
-        cur = conn.execute(
-            "INSERT INTO notes(key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, "
-            "title, title_fold, tags, body_start, stem_fold) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                key_of(parts),
-                key_of(parts[:-1]),
-                parts[-1],
-                "/".join(parts).casefold(),
-                int64(info.identity.dev),
-                int64(info.identity.ino),
-                info.mtime_ns,
-                info.size,
-                doc.etag,
-                meta.title,
-                meta.title.casefold(),
-                json.dumps(meta.tags, ensure_ascii=False),
-                meta.body_start_line,
-                stem_of(parts[-1]).casefold(),
-            ),
-        )
-        note_id = cur.lastrowid
-        path_words = path_text(parts)
-        front = list(whererules.pairs(meta.frontmatter))
-        scope = scope_text(parts, meta.tags, front)
-        conn.executemany(
-            "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
-            [(t.casefold(), note_id) for t in meta.tags],
-        )
-        conn.executemany(
-            "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            _link_rows(note_id, parts, meta.refs, extensions),
-        )
-        conn.executemany(
-            "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
-            [(key, value, note_id) for key, value in front],
-        )
-        conn.execute(
-            f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                note_id,
-                path_words,
-                meta.title,
-                "\n".join(meta.all_headings),
-                " ".join(meta.tags),
-                front_text(meta.frontmatter),
-                meta.body,
-                scope,
-            ),
-        )
-        conn.execute(
-            "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
-            (note_id, meta.title, path_words, scope),
-        )
+        cur = conn.execute(_NOTE_INSERT, _note_row(doc))
+        rows = _side_rows(cur.lastrowid, doc, extensions)
+        for table, sql in _SIDE_INSERTS.items():
+            conn.executemany(sql, rows[table])
+
+    @staticmethod
+    def _insert_many(tx: _Tx, batch: NewNotes) -> bool:
+        """The notes of ``batch`` (which the index does not hold), one statement per
+        table: each table's rows are bound as one JSON array and expanded by ``json_each``
+        inside SQLite. The rows are those of :meth:`_insert`, and the ids the ones SQLite
+        would pick there (one more than the largest, in order), so the index holds the
+        same. Why: SQLite's work (tokenising, the FTS5 segments, the b-trees) then runs
+        without Python's GIL, beside the scanner's reader thread, and a statement per row
+        costs Python time per row. Returns False, having written nothing, when the batch
+        cannot go this way, for the caller to write it row by row."""
+        if batch.payloads is None:
+            return False
+        top = tx.conn.execute("SELECT max(id) FROM notes").fetchone()[0]
+        base = 0 if top is None else int(top)
+        if base + len(batch.parts) >= (1 << 63) - 1:
+            # Past the largest rowid (SQLite would pick ids at random from here; 2**63
+            # writes do not happen): start the index again, ids from 1.
+            raise IndexCorrupt("the index has used up its note ids")
+        for table, text in batch.payloads:
+            tx.conn.execute(_BULK_INSERTS[table], {"rows": text, "base": base})
+        tx.delta += len(batch.parts)
+        return True
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -807,6 +820,138 @@ class NoteIndex:
         return [AttachmentRow(parts_of(r[0]), uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows]
 
 
+_NOTE_COLUMNS = (
+    "key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, title, title_fold, tags, "
+    "body_start, stem_fold"
+)
+_NOTE_INSERT = f"INSERT INTO notes({_NOTE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
+_FTS_INSERT = f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES ({', '.join('?' * 8)})"
+# The rows of a note besides its ``notes`` row, by table, in the order they are written.
+_SIDE_INSERTS = {
+    "tags": "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
+    "links": "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "front": "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
+    "fts": _FTS_INSERT,
+    "tfts": "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
+}
+
+
+def _from_json(insert: str, width: int, id_at: int) -> str:
+    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
+    arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
+    and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
+    have had JSON1 compiled in by default for years)."""
+    values = ", ".join(
+        f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
+    )
+    return f"{insert} SELECT {values} FROM json_each(:rows)"
+
+
+_BULK_INSERTS = {
+    "notes": _from_json(f"INSERT INTO notes(id, {_NOTE_COLUMNS})", 15, 0),
+    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
+    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
+    "front": _from_json("INSERT INTO front(key, value, note)", 3, 2),
+    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
+    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
+}
+
+
+# Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
+# the batch's megabytes in one. Measured at 100k notes: a build's peak RSS 145 MiB with one
+# array per table and batch, 130 MiB with these (likely the allocator: megabyte strings
+# made in the reader thread and freed in the writer's).
+NOTES_PER_STATEMENT = 100
+
+
+class NewNotes:
+    """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
+    table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
+    the index's largest id). Once the rows are made the documents are let go (they would
+    double the memory a batch takes): ``docs`` is kept only when ``payloads`` is None, a
+    batch to write row by row (SQLite's JSON functions end a string at a NUL)."""
+
+    __slots__ = ("docs", "parts", "payloads")
+
+    def __init__(
+        self,
+        parts: list[Components],
+        payloads: list[tuple[str, str]] | None,
+        docs: Sequence[Document] = (),
+    ) -> None:
+        self.parts = parts
+        self.payloads = payloads
+        self.docs = docs
+
+    @classmethod
+    def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
+        payloads: list[tuple[str, str]] = []
+        for start in range(0, len(docs), NOTES_PER_STATEMENT):
+            tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
+            tables.update({table: [] for table in _SIDE_INSERTS})
+            for place, doc in enumerate(docs[start : start + NOTES_PER_STATEMENT], start + 1):
+                tables["notes"].append((place, *_note_row(doc)))
+                for table, rows in _side_rows(place, doc, extensions).items():
+                    tables[table].extend(rows)
+            for table, rows in tables.items():
+                if rows:
+                    payloads.append((table, json.dumps(rows, ensure_ascii=False)))
+        parts = [doc.parts for doc in docs]
+        if any("\\u0000" in text for _table, text in payloads):
+            return cls(parts, None, docs)
+        return cls(parts, payloads)
+
+
+def _note_row(doc: Document) -> tuple[Any, ...]:
+    """A note's ``notes`` row (without its id), in :data:`_NOTE_COLUMNS` order."""
+    meta, parts, info = doc.meta, doc.parts, doc.info
+    return (
+        key_of(parts),
+        key_of(parts[:-1]),
+        parts[-1],
+        "/".join(parts).casefold(),
+        int64(info.identity.dev),
+        int64(info.identity.ino),
+        info.mtime_ns,
+        info.size,
+        doc.etag,
+        meta.title,
+        meta.title.casefold(),
+        json.dumps(meta.tags, ensure_ascii=False),
+        meta.body_start_line,
+        stem_of(parts[-1]).casefold(),
+    )
+
+
+def _side_rows(
+    note_id: int | None, doc: Document, extensions: Sequence[str]
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of note ``note_id`` in every table but ``notes`` (see :data:`_SIDE_INSERTS`)."""
+    meta, parts = doc.meta, doc.parts
+    path_words = path_text(parts)
+    front = list(whererules.pairs(meta.frontmatter))
+    scope = scope_text(parts, meta.tags, front)
+    return {
+        "tags": [(t.casefold(), note_id) for t in meta.tags],
+        "links": _link_rows(note_id, parts, meta.refs, extensions),
+        "front": [(key, value, note_id) for key, value in front],
+        "fts": [
+            (
+                note_id,
+                path_words,
+                meta.title,
+                "\n".join(meta.all_headings),
+                " ".join(meta.tags),
+                front_text(meta.frontmatter),
+                meta.body,
+                scope,
+            )
+        ],
+        "tfts": [(note_id, meta.title, path_words, scope)],
+    }
+
+
 def _link_rows(
     note_id: int | None,
     parts: Components,
@@ -838,6 +983,7 @@ __all__ = [
     "IndexCorrupt",
     "IndexProblem",
     "IndexUnavailable",
+    "NewNotes",
     "NoteIndex",
     "QueryRejected",
     "classify",

@@ -29,9 +29,10 @@ MAX_FRONTMATTER_LINES = 500
 _FENCED_BLOCK = re.compile(
     r"^[ \t]{0,3}(```|~~~)[^\n]*\n.*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL
 )
-_HEADING1 = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-# Any ATX heading, levels 1-6 (the search index weights them above body text).
-_HEADING_ANY = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+# Any ATX heading, levels 1-6 (the search index weights them above body text), with its
+# run of '#': a run is followed by a blank, so it is the level. One pass finds both the
+# level-1 headings (the title's source) and all of them.
+_HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 # Obsidian-style inline tags: '#' not preceded by a word char, '/', '#', '&' or ':' (so URL
 # fragments, HTML entities and headings are not tags) nor a link's "](" (an in-page
 # anchor), then letters, digits, '_', '-', '/'.
@@ -67,7 +68,11 @@ def frontmatter_close(lines: list[str]) -> int | None:
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     """Return (frontmatter, body, body_start_line). No frontmatter: ({}, text, 1)."""
-    lines = text.split("\n")
+    if not text.startswith(FRONTMATTER_OPEN):
+        return {}, text, 1
+    # Only the lines the close may be on are split off; the rest stays one string (the
+    # body is joined back from it unchanged).
+    lines = text.split("\n", MAX_FRONTMATTER_LINES + 1)
     close = frontmatter_close(lines)
     if close is None:
         return {}, text, 1
@@ -201,10 +206,11 @@ def analyse(text: str, stem: str) -> NoteMeta:
     frontmatter, body, body_start = split_frontmatter(text)
     prose = _prose(body)
 
-    headings = [m.group(1).strip() for m in _HEADING1.finditer(prose)]
-    all_headings = (
-        [m.group(1).strip() for m in _HEADING_ANY.finditer(prose)] if "#" in prose else []
+    found = (
+        [(m.group(1), m.group(2).strip()) for m in _HEADING.finditer(prose)] if "#" in prose else []
     )
+    headings = [text for run, text in found if run == "#"]
+    all_headings = [text for _run, text in found]
 
     title_value = frontmatter.get("title")
     if isinstance(title_value, str) and title_value.strip():

@@ -32,7 +32,7 @@ from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
 
 from .attachments import SUFFIXES, is_attachment, media_type
-from .index import NoteIndex
+from .index import NewNotes, NoteIndex
 from .schema import Document
 from .store import MAX_NOTE_BYTES, NoteError, NoteStore
 
@@ -109,7 +109,10 @@ class Scanner:
             if stop():
                 report.cancelled = True
                 return report
-            changed, vanished = self._diff(parts, entries)
+            # Counted without asking whether a URI can name each new note (the costliest
+            # check of a build, made again in pass 2 where it decides): a note-named file
+            # no URI can hold counts as one changed note, done when pass 2 skips it.
+            changed, vanished, _unlisted = self._diff(parts, entries, check=False)
             report.notes += len(entries)
             if changed or vanished:
                 pending.append(parts)
@@ -204,20 +207,24 @@ class Scanner:
         return [(e.name, e.info) for e in listed if e.info.kind == "file" and is_note_name(e.name)]
 
     def _diff(
-        self, parts: Components, entries: list[FileInfoEntry]
-    ) -> tuple[list[tuple[str, FileInfo, bool]], list[str]]:
-        """What changed in one folder: (name, info, known before) for each note to read, and
-        the names the index knows that are gone."""
+        self, parts: Components, entries: list[FileInfoEntry], *, check: bool = True
+    ) -> tuple[list[tuple[str, FileInfo, bool]], list[str], int]:
+        """What changed in one folder: (name, info, known before) for each note to read,
+        the names the index knows that are gone, and how many changed files are not notes
+        to list after all (a name no URI can hold; only asked when ``check``)."""
         known = self.index.manifest(parts)
         changed = []
+        unlisted = 0
         for name, info in entries:
             was = known.pop(name, None)
             if was == (info.identity.dev, info.identity.ino, info.mtime_ns, info.size):
                 continue
             # Addressability depends on the name only, so an unchanged note passed it already.
-            if self.store.is_listed((*parts, name), info, self.base):
+            if not check or self.store.is_listed((*parts, name), info, self.base):
                 changed.append((name, info, was is not None))
-        return changed, list(known)
+            else:
+                unlisted += 1
+        return changed, list(known), unlisted
 
     def _write_pending(
         self,
@@ -230,9 +237,11 @@ class Scanner:
         """Read the changed notes of ``pending`` folders and write them to the index, in
         batches; False when ``stop`` said so first (what was committed stays).
 
-        A pipeline of two threads: one reads and parses the next batch (Python, holding the
-        GIL) while this one writes the last (SQLite, which releases it), so a build uses
-        both cores. The reader's queue holds at most :data:`PIPELINE_DEPTH` batches."""
+        A pipeline of two threads: one reads and parses the next batch and makes its rows
+        (Python, holding the GIL; :meth:`NoteIndex.prepare` for new notes) while this one
+        writes the last (SQLite, a few statements per batch, which release the GIL), so a
+        build uses both cores. The reader's queue holds at most :data:`PIPELINE_DEPTH`
+        batches (each with its rows: about twice its notes' text)."""
         batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(PIPELINE_DEPTH)
         halt = threading.Event()
 
@@ -277,11 +286,18 @@ class Scanner:
                     if item.vanished:
                         report.removed += self.index.delete(item.vanished)
                     done += item.size
+                    if not (item.written or item.rejects or item.vanished):
+                        # Nothing to write (a folder whose only change is a file that is
+                        # not a note after all): no transaction, only progress.
+                        if progress is not None:
+                            progress(min(done, total), total)
+                        continue
                     meta = {"scan_done": str(min(done, total)), "scan_total": str(total)}
-                    self.index.upsert(item.docs, meta=meta, fresh=item.fresh)
+                    writes = item.docs if item.new is None else item.new
+                    self.index.upsert(writes, meta=meta, fresh=item.fresh)
                     if item.rejects:
                         self.index.reject(item.rejects)
-                    report.indexed += len(item.docs)
+                    report.indexed += item.written
                     report.rejected += len(item.rejects)
                     if progress is not None:
                         progress(min(done, total), total)
@@ -299,16 +315,27 @@ class Scanner:
                 listed = self.store.root.listdir(parts, max_entries=MAX_FOLDER_ENTRIES)
             except sx.SandboxError:
                 listed = []  # gone since the first pass: its notes are dropped
-            changed, vanished = self._diff(parts, self._candidates(listed))
+            changed, vanished, unlisted = self._diff(parts, self._candidates(listed))
             gone = [(*parts, name) for name in vanished]
             if not changed:
-                yield _Batch([], [], set(), gone, 0)
+                yield _Batch([], [], set(), gone, unlisted)
                 continue
             for start in range(0, len(changed), BATCH):
                 chunk = changed[start : start + BATCH]
                 docs, rejects = self._read_batch(parts, [(n, i) for n, i, _known in chunk])
                 fresh = {(*parts, n) for n, _i, known in chunk if not known}
-                yield _Batch(docs, rejects, fresh, gone if start == 0 else [], len(chunk))
+                first = start == 0
+                size = len(chunk) + (unlisted if first else 0)
+                # Rows of new notes are made here, in the reader, not in the writer.
+                new = (
+                    self.index.prepare(docs)
+                    if len(docs) > 1 and all(d.parts in fresh for d in docs)
+                    else None
+                )
+                written = len(docs)
+                if new is not None and new.payloads is not None:
+                    docs = []  # their rows are made: let the texts go (see NewNotes)
+                yield _Batch(docs, rejects, fresh, gone if first else [], size, new, written)
 
     def _read_batch(
         self, parts: Components, batch: list[tuple[str, FileInfo]]
@@ -386,6 +413,8 @@ class _Batch:
     fresh: set[Components]  # notes the index does not hold yet
     vanished: list[Components]  # notes the index holds that are gone
     size: int  # changed notes this batch accounts for (progress)
+    new: NewNotes | None = None  # the notes ready to write, when all are new to the index
+    written: int = 0  # notes to write (``docs`` is emptied once ``new`` holds their rows)
 
 
 def _folder_name(name: str) -> bool:

@@ -12,6 +12,7 @@ pages by path with a plain ``key > ?`` keyset.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -217,8 +218,12 @@ CREATE VIRTUAL TABLE tfts USING fts5(
 
 
 SCOPE_MARK = "\ue000"  # a private-use character: a word character to FTS5, never in a query
+# Scope words remembered: folders, tags and frontmatter pairs recur on note after note of a
+# build (each is a SHA-256 to compute); a few thousand short strings.
+SCOPE_TOKEN_CACHE = 8192
 
 
+@functools.lru_cache(maxsize=SCOPE_TOKEN_CACHE)
 def scope_token(kind: str, value: str) -> str:
     """The made-up word that stands for "below folder ``value``" (kind ``f``), "tagged
     ``value`` or a tag below it" (kind ``t``) or "frontmatter pair ``value``" (kind ``k``,
