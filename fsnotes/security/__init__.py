@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         HistoryUnavailable,
         Version,
     )
-    from .http_guard import guarded_h11
+    from .http_guard import QuietServer, guarded_server
     from .oauth import Chained, OAuthTokens
     from .oauth_settings import RESOLVER_FILES, SCOPE_ACCESS, OAuthConfigError, OAuthSettings
     from .replay import (
@@ -108,6 +108,7 @@ __all__ = [
     "OAuthConfigError",
     "OAuthSettings",
     "OAuthTokens",
+    "QuietServer",
     "Record",
     "ReplayStore",
     "RuntimeLayer",
@@ -130,7 +131,7 @@ __all__ = [
     "default_instance",
     "distinguishable",
     "entry_from",
-    "guarded_h11",
+    "guarded_server",
     "has_hidden",
     "history_store",
     "open_audit",
@@ -198,7 +199,8 @@ _HOME = {
     "default_instance": "audit",
     "distinguishable": "shown",
     "entry_from": "tokens",
-    "guarded_h11": "http_guard",
+    "QuietServer": "http_guard",
+    "guarded_server": "http_guard",
     "has_hidden": "shown",
     "open_audit": "audit",
     "open_replay": "replay",

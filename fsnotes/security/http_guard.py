@@ -36,16 +36,18 @@ endpoint does). Importing this module imports uvicorn (the optional HTTP extra).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import Iterator
 from typing import Any, ClassVar, Generic, TypeVar
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-__all__ = ["GuardedH11", "guarded_h11"]
+__all__ = ["GuardedH11", "QuietServer", "guarded_h11", "guarded_server"]
 
 _log = logging.getLogger("fsnotes.http")
 
@@ -211,3 +213,45 @@ def guarded_h11(
     Guarded.max_waiting = max_waiting
     Guarded.max_header_bytes = max_header_bytes
     return Guarded
+
+
+class QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to its host process."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def guarded_server(
+    app: Any,
+    *,
+    request_timeout: float,
+    max_waiting: int,
+    max_header_bytes: int,
+    whole_request: bool = False,
+    **config: Any,
+) -> QuietServer:
+    """A :class:`QuietServer` for ``app`` behind :func:`guarded_h11` with these limits, h11's
+    buffer set to the same ``max_header_bytes``, and what both of our servers want of uvicorn:
+    no logging config or access log, no lifespan, no websockets, no proxy headers, no Server
+    header. ``config``: the rest of ``uvicorn.Config`` (backlog, concurrency, timeouts)."""
+    return QuietServer(
+        uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            http=guarded_h11(
+                request_timeout=request_timeout,
+                max_waiting=max_waiting,
+                max_header_bytes=max_header_bytes,
+                whole_request=whole_request,
+            ),
+            ws="none",
+            proxy_headers=False,  # nothing stands between the client and the socket
+            server_header=False,
+            h11_max_incomplete_event_size=max_header_bytes,
+            **config,
+        )
+    )

@@ -28,15 +28,14 @@ import contextlib
 import errno
 import logging
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import anyio.abc
 import anyio.to_thread
-import uvicorn
 from starlette.types import ASGIApp
 
-from ..security.http_guard import guarded_h11
+from ..security.http_guard import QuietServer, guarded_server
 from .policy import PageUnavailable, SetupPolicy
 
 __all__ = ["PAGE_IDLE_GRACE_S", "PageRunner", "PageUnavailable"]
@@ -75,14 +74,6 @@ MAX_WAITING = 4 * LISTEN_BACKLOG
 MAX_HEADER_BYTES = 16 * 1024
 # Idle keep-alive connections are closed after this long, so they do not hold a stop.
 KEEP_ALIVE_S = 5
-
-
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to its host process."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -142,7 +133,7 @@ class PageRunner:
         self._idle_grace = idle_grace
         self._poll = poll_interval
         self._tg: anyio.abc.TaskGroup | None = None
-        self._server: _QuietServer | None = None
+        self._server: QuietServer | None = None
         self._finished: anyio.Event | None = None
         self._lock = anyio.Lock()
         self._idle_since: float | None = None
@@ -192,29 +183,19 @@ class PageRunner:
             except RuntimeError:
                 raise RuntimeError("the setup page runs on uvicorn, which needs asyncio") from None
             sock = _bind(self._policy.bind, self._policy.port)
-            config = uvicorn.Config(
+            server = guarded_server(
                 self._app_factory(),
+                request_timeout=REQUEST_TIMEOUT_S,
+                max_waiting=MAX_WAITING,
+                max_header_bytes=MAX_HEADER_BYTES,
+                whole_request=True,
                 host=self._policy.bind,
                 port=self._policy.port,
-                log_config=None,
-                access_log=False,
-                lifespan="off",
-                http=guarded_h11(
-                    request_timeout=REQUEST_TIMEOUT_S,
-                    max_waiting=MAX_WAITING,
-                    max_header_bytes=MAX_HEADER_BYTES,
-                    whole_request=True,
-                ),
-                ws="none",
-                proxy_headers=False,  # nothing stands between the browser and this socket
-                server_header=False,
                 backlog=LISTEN_BACKLOG,  # asyncio listen()s again with uvicorn's (2048)
                 limit_concurrency=MAX_CONNECTIONS,
                 timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             )
-            server = _QuietServer(config)
             finished = anyio.Event()
             tg.start_soon(self._serve, server, sock, finished)
             with anyio.move_on_after(STARTUP_TIMEOUT_S):
@@ -253,9 +234,7 @@ class PageRunner:
         self._server = self._finished = None
         log.info("setup page stopped")
 
-    async def _serve(
-        self, server: _QuietServer, sock: socket.socket, finished: anyio.Event
-    ) -> None:
+    async def _serve(self, server: QuietServer, sock: socket.socket, finished: anyio.Event) -> None:
         try:
             await server.serve(sockets=[sock])
         except (Exception, SystemExit):
@@ -282,7 +261,7 @@ class PageRunner:
             log.exception("cannot tell whether setups are pending; keeping the page up")
             return True
 
-    async def _watch_idle(self, server: _QuietServer) -> None:
+    async def _watch_idle(self, server: QuietServer) -> None:
         while self._server is server:
             await anyio.sleep(self._poll)
             pending = await self._pending()

@@ -23,13 +23,11 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Iterator
 
 import anyio
-import uvicorn
 
 from fsnotes.protocol.registry import App
-from fsnotes.security.http_guard import guarded_h11
+from fsnotes.security.http_guard import QuietServer, guarded_server
 from fsnotes.security.tokens import Authenticator
 from fsnotes.transport.http import McpEndpoint
 from fsnotes.transport.http_settings import HttpSettings
@@ -101,14 +99,6 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to us."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def serve_http(
     app: App,
     settings: HttpSettings,
@@ -118,27 +108,17 @@ async def serve_http(
     """Serve ``app`` over Streamable HTTP on the listening ``sock`` until SIGTERM/SIGINT."""
     port = sock.getsockname()[1]
     endpoint = McpEndpoint(app, settings, authenticator, port=port)
-    config = uvicorn.Config(
+    server = guarded_server(
         endpoint,
-        log_config=None,
-        access_log=False,
-        lifespan="off",
-        http=guarded_h11(
-            request_timeout=HEADER_TIMEOUT_S,
-            max_waiting=MAX_WAITING,
-            max_header_bytes=MAX_HEADER_BYTES,
-        ),
-        ws="none",
-        proxy_headers=False,  # nothing stands between the client and this socket
-        server_header=False,
+        request_timeout=HEADER_TIMEOUT_S,
+        max_waiting=MAX_WAITING,
+        max_header_bytes=MAX_HEADER_BYTES,
         date_header=False,
         backlog=LISTEN_BACKLOG,  # asyncio listen()s again with uvicorn's (2048)
         limit_concurrency=MAX_CONNECTIONS,
         timeout_keep_alive=KEEP_ALIVE_S,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
-    server = _QuietServer(config)
     lifespan = app.lifespan() if app.lifespan is not None else contextlib.nullcontext()
     async with lifespan, anyio.create_task_group() as tg:
         await tg.start(endpoint.run)
@@ -171,7 +151,7 @@ async def serve_http(
         )
 
 
-async def _serve(server: _QuietServer, sock: socket.socket, group: anyio.CancelScope) -> None:
+async def _serve(server: QuietServer, sock: socket.socket, group: anyio.CancelScope) -> None:
     try:
         await server.serve(sockets=[sock])
     finally:
