@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m fsnotes.demo
+	$(PY) -m fsnotes.app.demo
 
 # Node-based test peers (TypeScript SDK client, Inspector, oidc-provider for the OAuth tests);
 # skipped with a reason if npm is absent.
@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/setup fsnotes/config.py fsnotes/server.py fsnotes/cli_grant.py fsnotes/cli_audit.py fsnotes/cli_token.py fsnotes/doctor.py
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/state fsnotes/setup fsnotes/_exports.py fsnotes/app/config.py fsnotes/app/server.py fsnotes/app/cli_grant.py fsnotes/app/cli_audit.py fsnotes/app/cli_token.py fsnotes/app/doctor.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest

@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import pgcluster  # noqa: E402
 
-from fsnotes.security.replay import SQLReplayStore, open_replay  # noqa: E402
-from fsnotes.security.state import SharedState  # noqa: E402
+from fsnotes.state.replay import SQLReplayStore, open_replay  # noqa: E402
+from fsnotes.state.shared import SharedState  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "state.json"
 THREADS = 8

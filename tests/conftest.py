@@ -78,9 +78,9 @@ def backend_dsn(request: pytest.FixtureRequest) -> str | None:
 
 @pytest.fixture
 def backend(backend_dsn: str | None, tmp_path: Path) -> Iterator[Any]:
-    """That backend opened (fsnotes.security.state.SharedState). Contract tests take this
+    """That backend opened (fsnotes.state.shared.SharedState). Contract tests take this
     and must pass on both."""
-    from fsnotes.security.state import SharedState
+    from fsnotes.state.shared import SharedState
 
     state_dir = tmp_path / "state-dir"
     state_dir.mkdir(mode=0o700)

@@ -20,7 +20,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ["sandbox", "fsnotes.notes", "fsnotes.security", "fsnotes.setup", "fsnotes.transport"]
+PACKAGES = [
+    "sandbox",
+    "fsnotes.notes",
+    "fsnotes.security",
+    "fsnotes.state",
+    "fsnotes.setup",
+    "fsnotes.transport",
+]
 
 
 def _module_name(path: Path) -> str:
@@ -98,11 +105,16 @@ def test_a_star_import_of_a_package_binds_every_declared_name(package: str) -> N
 
 def test_importing_the_setup_store_imports_neither_the_flow_nor_the_page_nor_the_tools() -> None:
     loaded = _modules_loaded_by("import fsnotes.setup.store")
-    for absent in ("fsnotes.setup.flow", "fsnotes.setup.page", "fsnotes.notes.tools", "starlette"):
+    for absent in (
+        "fsnotes.setup.flow",
+        "fsnotes.setup.page",
+        "fsnotes.notes.tools",
+        "starlette",
+    ):
         assert absent not in loaded
 
 
 def test_importing_the_configuration_imports_neither_the_tools_nor_the_http_stack() -> None:
-    loaded = _modules_loaded_by("import fsnotes.config")
+    loaded = _modules_loaded_by("import fsnotes.app.config")
     for absent in ("fsnotes.notes.tools", "fsnotes.protocol", "starlette", "uvicorn"):
         assert absent not in loaded

@@ -1,27 +1,31 @@
 """The notes: Markdown files in granted workspaces, their search index, and the tools.
 
-``__all__`` is what other packages use: the store, the service and its tools, resources and
-prompts, the confirmed-delete flow, the history kept of changes, the index's catalogs and
-its doctor facts. Each is imported on first use (PEP 562, as ``concurrent.futures`` does),
-so that importing one module, as ``fsnotes.config`` does with the store and the indexer's
-constants, does not import the tools, the protocol core and pydantic with it.
+Four rooms: ``store`` and ``history`` (notes over ``sandbox.Root``, and the copies changes
+replaced), ``text/`` (pure functions of a note's text: Markdown, sections, frontmatter,
+links, query parsing), ``index/`` (the catalog seam and the search index behind it) and
+``tools/`` (the tools, resources and prompts a request reaches, and their models).
+
+``__all__`` is what other packages use. Each is imported on first use, so that importing
+one module, as ``fsnotes.app.config`` does with the store and the indexer's constants, does
+not import the tools, the protocol core and pydantic with it.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from fsnotes._exports import lazy_exports
+
 if TYPE_CHECKING:
-    from .confirm import DeleteFlow
-    from .daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
-    from .history import History
-    from .indexer import DEFAULT_RESCAN_INTERVAL_S, Catalogs, environment
-    from .prompts import NotesPrompts
-    from .resources import NotesResources
-    from .service import NotesService
-    from .store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES, NoteStore
-    from .tools import build_tools
+    from fsnotes.notes.history import History
+    from fsnotes.notes.index.indexer import DEFAULT_RESCAN_INTERVAL_S, Catalogs, environment
+    from fsnotes.notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES, NoteStore
+    from fsnotes.notes.text.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
+    from fsnotes.notes.tools.build import build_tools
+    from fsnotes.notes.tools.confirm import DeleteFlow
+    from fsnotes.notes.tools.prompts import NotesPrompts
+    from fsnotes.notes.tools.resources import NotesResources
+    from fsnotes.notes.tools.service import NotesService
 
 __all__ = [
     "DEFAULT_DAILY_PATH",
@@ -44,30 +48,21 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
-    "DEFAULT_DAILY_PATH": "daily",
+    "Catalogs": "index.indexer",
+    "DEFAULT_DAILY_PATH": "text.daily",
     "DEFAULT_EXTENSIONS": "store",
-    "DEFAULT_RESCAN_INTERVAL_S": "indexer",
-    "Catalogs": "indexer",
-    "DailySettings": "daily",
-    "DeleteFlow": "confirm",
+    "DEFAULT_RESCAN_INTERVAL_S": "index.indexer",
+    "DailySettings": "text.daily",
+    "DeleteFlow": "tools.confirm",
     "History": "history",
     "MAX_NOTE_BYTES": "store",
     "NoteStore": "store",
-    "NotesPrompts": "prompts",
-    "NotesResources": "resources",
-    "NotesService": "service",
-    "build_tools": "tools",
-    "daily_settings": "daily",
-    "environment": "indexer",
+    "NotesPrompts": "tools.prompts",
+    "NotesResources": "tools.resources",
+    "NotesService": "tools.service",
+    "build_tools": "tools.build",
+    "daily_settings": "text.daily",
+    "environment": "index.indexer",
 }
 
-
-def __getattr__(name: str) -> object:
-    # PEP 562: called only for names not yet in this module's namespace.
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = import_module(f"{__name__}.{home}")
-    value = module if home == name else getattr(module, name)
-    globals()[name] = value  # found directly from now on
-    return value
+__getattr__ = lazy_exports(__name__, _HOME)

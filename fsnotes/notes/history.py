@@ -8,7 +8,7 @@ the block ends the copy is settled; when it raises, the copy is kept only if the
 longer holds those bytes (the change may have happened before the failure). The writers'
 lock is held for the whole block, so a process killed inside it leaves a pending copy that
 the next writer or reader of the note resolves the same way (see
-:mod:`fsnotes.security.history_store`).
+:mod:`fsnotes.state.history_store`).
 
 With history off (``--no-history``) :meth:`History.keeping` keeps nothing and takes no lock.
 """
@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
+from fsnotes.notes.store import MAX_NOTE_BYTES, NoteStore, display, etag_of
+from fsnotes.state.history_store import HistoryStore, HistoryUnavailable, Version
 from sandbox import errors as sx
-
-from ..security.history_store import HistoryStore, HistoryUnavailable, Version
-from .store import MAX_NOTE_BYTES, NoteStore, display, etag_of
 
 log = logging.getLogger("fsnotes.history")
 

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from fsnotes.notes.text.markdown import NoteMeta, analyse
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
-
-from .markdown import NoteMeta, analyse
 
 Components = tuple[str, ...]
 

@@ -18,7 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from .seal import Sealer, StateExpired, StateInvalid, StateUnknownKey, digest_arguments
+from fsnotes.security.seal import (
+    Sealer,
+    StateExpired,
+    StateInvalid,
+    StateUnknownKey,
+    digest_arguments,
+)
 
 METHOD = "tools/call"
 Action = Literal["accept", "decline", "cancel"]

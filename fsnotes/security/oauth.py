@@ -48,9 +48,9 @@ from typing import Any
 import anyio
 import jwt
 
-from .grants import Principal
-from .oauth_settings import SCOPE_ACCESS, OAuthSettings, check_url
-from .tokens import (
+from fsnotes.security.grants import Principal
+from fsnotes.security.oauth_settings import SCOPE_ACCESS, OAuthSettings, check_url
+from fsnotes.security.tokens import (
     BearerTokens,
     InsufficientScope,
     Unauthenticated,

@@ -8,7 +8,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from .grants import Access
+from fsnotes.security.grants import Access
 
 # What the name resolver reads on a later fetch (the jail leaves them readable).
 RESOLVER_FILES = ("/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/gai.conf")

@@ -9,7 +9,7 @@ HMAC-SHA256 under the key named by ``kid``, over ``v1.<kid>.<payload>``.
 Keys live in ``<state dir>/seal-keys.json`` (mode 0600, created on first start). Every key in
 the file verifies; the ``active`` one seals. Processes sharing a state directory therefore
 verify each other's state, and a key can be rotated without breaking questions in flight.
-The file is read and written through :mod:`fsnotes.security.statedir` (never through a link,
+The file is read and written through :mod:`fsnotes.state.statedir` (never through a link,
 never a FIFO, a new version given its name atomically).
 
 Sealing gives integrity and authenticity, not secrecy: the payload is readable by the client.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import statedir
+from fsnotes.state import statedir
 
 STATE_FORMAT = "v1"
 KEY_BYTES = 32  # 256-bit HMAC keys: the SHA-256 block-size recommendation of RFC 2104.

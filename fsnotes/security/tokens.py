@@ -7,7 +7,7 @@ digests, in two places:
 
 - the TOML configuration, ``[[http.token]]`` with ``principal`` and ``sha256`` (for operators
   who manage configuration files);
-- ``<state dir>/http-tokens.json`` (0600, through :mod:`fsnotes.security.statedir`), where
+- ``<state dir>/http-tokens.json`` (0600, through :mod:`fsnotes.state.statedir`), where
   ``fsnotes token add --principal NAME`` puts the digest of the token it prints once. A running
   server sees an added or revoked token at its next request (the file's identity is checked
   each time; it is read again only when it changed).
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import statedir
+from fsnotes.state import statedir
 
 _log = logging.getLogger("fsnotes.security")
 

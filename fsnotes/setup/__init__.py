@@ -5,7 +5,7 @@ once: it returns the part's tool, its lifespan (the page) and the authorization 
 the run-time layer. Behind it: the flow behind the tool, the setup store (requests, form
 tokens, wrong-code budgets), the setup code, the allowlist and the page's address, the
 run-time scope the grants widen (the grant source), the page itself (routes, guards,
-rendering) and its server. ``fsnotes grant`` is the command line's (``fsnotes/cli_grant.py``),
+rendering) and its server. ``fsnotes grant`` is the command line's (``fsnotes/app/cli_grant.py``),
 over the store and the scope. Nothing here imports the configuration, the server or the
 command line: what setup needs arrives as arguments.
 
@@ -17,15 +17,16 @@ child processes do) does not import the flow, the notes and the protocol core wi
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from fsnotes._exports import lazy_exports
+
 if TYPE_CHECKING:
-    from . import code
-    from .part import SetupError, SetupPart, build_setup
-    from .policy import DEFAULT_SETUP_PORT, PageUnavailable, SetupPolicy
-    from .runtime import NotGrantable, RuntimeScope
-    from .store import SetupStore, SetupStoreBusy, open_setup_store
+    from fsnotes.setup import code
+    from fsnotes.setup.part import SetupError, SetupPart, build_setup
+    from fsnotes.setup.policy import DEFAULT_SETUP_PORT, PageUnavailable, SetupPolicy
+    from fsnotes.setup.runtime import NotGrantable, RuntimeScope
+    from fsnotes.setup.store import SetupStore, SetupStoreBusy, open_setup_store
 
 __all__ = [
     "DEFAULT_SETUP_PORT",
@@ -59,13 +60,4 @@ _HOME = {
     "open_setup_store": "store",
 }
 
-
-def __getattr__(name: str) -> object:
-    # PEP 562: called only for names not yet in this module's namespace.
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = import_module(f"{__name__}.{home}")
-    value = module if home == name else getattr(module, name)
-    globals()[name] = value  # found directly from now on
-    return value
+__getattr__ = lazy_exports(__name__, _HOME)

@@ -8,7 +8,7 @@ every workspace (the configuration refuses otherwise).
 Processes sharing a state directory share the file: the newest start wins, and every page
 checks against the file's current content, so they never disagree about which code is valid.
 A code printed by an older process is then stale; the file is the reference. The file is
-read and written through :mod:`fsnotes.security.statedir` (never through a link, never a
+read and written through :mod:`fsnotes.state.statedir` (never through a link, never a
 FIFO, a new code given the name atomically).
 
 Codes are 16 letters from Crockford's base-32 alphabet (no I, L, O, U), shown in groups of
@@ -22,7 +22,7 @@ import hmac
 import secrets
 from pathlib import Path
 
-from ..security import statedir
+from fsnotes.state import statedir
 
 CODE_FILE = "setup-code"
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base 32

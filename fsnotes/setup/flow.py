@@ -42,11 +42,8 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox import errors as sx
-from sandbox import uri as lexical
-
-from ..protocol.limits import INPUT_REQUEST_TIMEOUT_S
-from ..protocol.registry import (
+from fsnotes.protocol.limits import INPUT_REQUEST_TIMEOUT_S
+from fsnotes.protocol.registry import (
     ElicitURL,
     InputRequired,
     MissingCapability,
@@ -57,13 +54,15 @@ from ..protocol.registry import (
     ToolResult,
     URLElicitationRequired,
 )
-from ..security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
-from ..security.grants import Access, Grants
-from ..security.seal import Sealer
-from ..security.shown import shown
-from .policy import PageUnavailable
-from .runtime import NotGrantable, RuntimeScope, Target
-from .store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
+from fsnotes.security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
+from fsnotes.security.grants import Access, Grants
+from fsnotes.security.seal import Sealer
+from fsnotes.security.shown import shown
+from fsnotes.setup.policy import PageUnavailable
+from fsnotes.setup.runtime import NotGrantable, RuntimeScope, Target
+from fsnotes.setup.store import Setup, SetupStatus, SetupStore, SetupStoreBusy, TooManyPending
+from sandbox import errors as sx
+from sandbox import uri as lexical
 
 log = logging.getLogger("fsnotes.setup")
 

@@ -44,8 +44,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import code as setup_code
-from .page_guard import (
+from fsnotes.setup import code as setup_code
+from fsnotes.setup.page_guard import (
     MAX_BODY_BYTES,
     SETUP_ID_RE,
     FormGuard,
@@ -53,9 +53,9 @@ from .page_guard import (
     SecurityHeaders,
     stale_form,
 )
-from .page_render import PageFacts, Renderer, default_facts, esc, html_response, plural
-from .policy import SetupPolicy
-from .store import (
+from fsnotes.setup.page_render import PageFacts, Renderer, default_facts, esc, html_response, plural
+from fsnotes.setup.policy import SetupPolicy
+from fsnotes.setup.store import (
     GLOBAL_FAILURES_WINDOW_S,
     LOCK_TIMEOUT_S,
     Setup,

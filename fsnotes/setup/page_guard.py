@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .page_render import SECURITY_HEADERS, Renderer, esc, html_response
-from .policy import PAGE_HOST, SetupPolicy
-from .store import CSRF_LIFETIME_S
+from fsnotes.setup.page_render import SECURITY_HEADERS, Renderer, esc, html_response
+from fsnotes.setup.policy import PAGE_HOST, SetupPolicy
+from fsnotes.setup.store import CSRF_LIFETIME_S
 
 # A form carries a 43-character token, a code of at most code.MAX_INPUT_CHARS and a short
 # action: a few hundred bytes. 4 KiB leaves room for encoding and refuses anything else

@@ -25,14 +25,13 @@ from pathlib import Path
 
 from starlette.responses import HTMLResponse
 
+from fsnotes.security.grants import Access
+from fsnotes.security.shown import shown
+from fsnotes.setup import code as setup_code
+from fsnotes.setup.policy import SetupPolicy
+from fsnotes.setup.store import Setup, SetupStatus
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
-
-from ..security.grants import Access
-from ..security.shown import shown
-from . import code as setup_code
-from .policy import SetupPolicy
-from .store import Setup, SetupStatus
 
 # (name, what the assistant can then do: completes "The assistant can ...")
 ACCESS_MEANING = {

@@ -26,23 +26,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsnotes.notes.store import NoteStore
+from fsnotes.protocol.registry import Tool
+from fsnotes.security.grants import Grant, Grants, Workspace
+from fsnotes.security.seal import Sealer
+from fsnotes.setup.flow import SetupFlow, build_setup_tool
+from fsnotes.setup.policy import SetupPolicy
+from fsnotes.setup.runtime import NotGrantable, RuntimeScope
+from fsnotes.setup.store import Setup, SetupStore, SetupStoreBusy, open_setup_store
+from fsnotes.state.audit import Auditor
+from fsnotes.state.shared import SharedState
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.root import Root
 
-from ..notes.store import NoteStore
-from ..protocol.registry import Tool
-from ..security.audit import Auditor
-from ..security.grants import Grant, Grants, Workspace
-from ..security.seal import Sealer
-from ..security.state import SharedState
-from .flow import SetupFlow, build_setup_tool
-from .policy import SetupPolicy
-from .runtime import NotGrantable, RuntimeScope
-from .store import Setup, SetupStore, SetupStoreBusy, open_setup_store
-
 if TYPE_CHECKING:
-    from .runner import PageRunner
+    from fsnotes.setup.runner import PageRunner
 
 Lifespan = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
 
@@ -168,8 +167,8 @@ def _page_runner(
     page first starts, long after both exist.
     """
     try:
-        from .page import PageFacts, build_page_app, default_facts
-        from .runner import PageRunner
+        from fsnotes.setup.page import PageFacts, build_page_app, default_facts
+        from fsnotes.setup.runner import PageRunner
     except ImportError as exc:
         raise SetupError(
             f"the setup page needs its optional HTTP stack ({exc.name} is missing); install "

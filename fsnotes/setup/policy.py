@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fsnotes.security.grants import Access
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
-
-from ..security.grants import Access
 
 # The setup page's default TCP port: fixed (not ephemeral) because Landlock can allow binding
 # only named ports, and because a container must publish the port it will use.

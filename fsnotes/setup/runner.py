@@ -11,7 +11,7 @@ refused (Landlock allows binding only the configured setup port) becomes a
 :class:`PageUnavailable` with a sentence the caller can show, instead of uvicorn's
 ``sys.exit``. uvicorn's signal handlers are disabled: the stdio server keeps its own.
 
-Connections are guarded (:func:`~fsnotes.security.http_guard.guarded_h11`): one that has not
+Connections are guarded (:func:`~fsnotes.transport.http_guard.guarded_h11`): one that has not
 completed its request within :data:`REQUEST_TIMEOUT_S` is closed, at most :data:`MAX_WAITING`
 of those stay open, and only connections inside a request count against
 :data:`MAX_CONNECTIONS`, so sockets held open by another local user do not keep the person
@@ -35,8 +35,8 @@ import anyio.abc
 import anyio.to_thread
 from starlette.types import ASGIApp
 
-from ..security.http_guard import QuietServer, guarded_server
-from .policy import PageUnavailable, SetupPolicy
+from fsnotes.setup.policy import PageUnavailable, SetupPolicy
+from fsnotes.transport.http_guard import QuietServer, guarded_server
 
 __all__ = ["PAGE_IDLE_GRACE_S", "PageRunner", "PageUnavailable"]
 

@@ -25,15 +25,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fsnotes.notes.store import NoteStore
+from fsnotes.security.grants import Access, Grant, RuntimeLayer, Workspace
+from fsnotes.security.shown import has_hidden
+from fsnotes.setup.policy import SetupPolicy
+from fsnotes.setup.store import SetupStore, StoredGrant
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import Root
-
-from ..notes.store import NoteStore
-from ..security.grants import Access, Grant, RuntimeLayer, Workspace
-from ..security.shown import has_hidden
-from .policy import SetupPolicy
-from .store import SetupStore, StoredGrant
 
 log = logging.getLogger("fsnotes.setup")
 

@@ -1,5 +1,5 @@
 """Pending setups, run-time grants and code-attempt limits: ``<state dir>/setup.sqlite3``, or
-the shared PostgreSQL database (:mod:`fsnotes.security.state`).
+the shared PostgreSQL database (:mod:`fsnotes.state.shared`).
 
 A setup is one request to widen one principal's scope: a folder and an access level. It is
 created by ``notes_setup`` and decided by a person on the setup page (or by ``fsnotes grant``
@@ -30,11 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..security.audit import Auditor, AuditUnavailable, Entry, Ticket
-from ..security.database import SQL, Database
-from ..security.grants import Access
-from ..security.sqlite import LocalDB
-from ..security.state import SharedState
+from fsnotes.security.grants import Access
+from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
+from fsnotes.state.database import SQL, Database
+from fsnotes.state.shared import SharedState
+from fsnotes.state.sqlite import LocalDB
 
 DB_NAME = "setup.sqlite3"
 # A writer holding the lock longer than this is stuck; callers get SetupStoreBusy.
@@ -153,7 +153,7 @@ class SetupStore:
     """The setup database, safe to share between threads, processes and instances.
 
     ``where``: a state directory (its ``setup.sqlite3``) or a shared
-    :class:`~fsnotes.security.database.Database`. ``audit``: where grants and revocations
+    :class:`~fsnotes.state.database.Database`. ``audit``: where grants and revocations
     are recorded (intent before the transaction that grants, outcome after it); without
     one nothing is recorded (unit tests of the store alone).
     """

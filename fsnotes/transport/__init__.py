@@ -8,20 +8,29 @@ serves.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from fsnotes._exports import lazy_exports
+
 if TYPE_CHECKING:
-    from .http_server import HttpUnavailable, bind, run_http
-    from .http_settings import LOOPBACK_NAMES, HttpSettings, SettingsError, parse_listen
-    from .stdio import run_stdio
+    from fsnotes.transport.http_guard import QuietServer, guarded_server
+    from fsnotes.transport.http_server import HttpUnavailable, bind, run_http
+    from fsnotes.transport.http_settings import (
+        LOOPBACK_NAMES,
+        HttpSettings,
+        SettingsError,
+        parse_listen,
+    )
+    from fsnotes.transport.stdio import run_stdio
 
 __all__ = [
     "LOOPBACK_NAMES",
     "HttpSettings",
     "HttpUnavailable",
+    "QuietServer",
     "SettingsError",
     "bind",
+    "guarded_server",
     "parse_listen",
     "run_http",
     "run_stdio",
@@ -30,23 +39,16 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
-    "LOOPBACK_NAMES": "http_settings",
     "HttpSettings": "http_settings",
     "HttpUnavailable": "http_server",
+    "LOOPBACK_NAMES": "http_settings",
+    "QuietServer": "http_guard",
     "SettingsError": "http_settings",
     "bind": "http_server",
+    "guarded_server": "http_guard",
     "parse_listen": "http_settings",
     "run_http": "http_server",
     "run_stdio": "stdio",
 }
 
-
-def __getattr__(name: str) -> object:
-    # PEP 562: called only for names not yet in this module's namespace.
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = import_module(f"{__name__}.{home}")
-    value = module if home == name else getattr(module, name)
-    globals()[name] = value  # found directly from now on
-    return value
+__getattr__ = lazy_exports(__name__, _HOME)

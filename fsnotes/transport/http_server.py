@@ -5,7 +5,7 @@ keeps accepting afterwards, so the jail needs no rule for this port and the proc
 no other (the setup page's port excepted). :func:`run_http` then serves
 :class:`~fsnotes.transport.http.McpEndpoint` on it until SIGTERM or SIGINT.
 
-What uvicorn does not bound, :func:`~fsnotes.security.http_guard.guarded_h11` does: a
+What uvicorn does not bound, :func:`~fsnotes.transport.http_guard.guarded_h11` does: a
 connection must complete its request headers within :data:`HEADER_TIMEOUT_S` of connecting (or
 of the first byte of a later request), so a client that dribbles headers (slowloris) or
 connects and says nothing holds its slot no longer; such connections do not count against
@@ -27,9 +27,9 @@ import sys
 import anyio
 
 from fsnotes.protocol.registry import App
-from fsnotes.security.http_guard import QuietServer, guarded_server
 from fsnotes.security.tokens import Authenticator
 from fsnotes.transport.http import McpEndpoint
+from fsnotes.transport.http_guard import QuietServer, guarded_server
 from fsnotes.transport.http_settings import HttpSettings
 from fsnotes.transport.http_wire import MAX_HEADER_BYTES
 from fsnotes.transport.process import (

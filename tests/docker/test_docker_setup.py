@@ -182,7 +182,7 @@ def test_the_readme_docker_grant_example_works_as_printed(tmp_path: Path) -> Non
         "--entrypoint=python3",
         "fsnotes",
         "-c",
-        "from fsnotes.config import load; print(load(require_workspace=False).principal)",
+        "from fsnotes.app.config import load; print(load(require_workspace=False).principal)",
     )
     assert who.returncode == 0, who.stderr
     assert who.stdout.strip() == "uid-1000"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from .wire import Wire
+from e2e.wire import Wire
 
 NOTES = {
     "groceries.md": "# Groceries\n\nmilk, eggs #shopping\n",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .wire import LEGACY, Wire, meta
+from e2e.wire import LEGACY, Wire, meta
 
 
 class EraWire:

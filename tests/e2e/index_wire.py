@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .wire import Wire, meta
+from e2e.wire import Wire, meta
 
 _BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 

@@ -46,11 +46,11 @@ READY_TIMEOUT_S = 10.0
 SHORT_WAIT_S = 0.3
 SHORT_WAITS = (
     "import sys\n"
-    "from fsnotes.security import history_store, replay\n"
+    "from fsnotes.state import history_store, replay\n"
     "from fsnotes.setup import store\n"
     f"replay.LOCK_TIMEOUT_S = store.LOCK_TIMEOUT_S = {SHORT_WAIT_S}\n"
     f"history_store.LOCK_TIMEOUT_S = {SHORT_WAIT_S}\n"
-    "from fsnotes.cli import main\n"
+    "from fsnotes.app.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
 SHORT_WAITS_LAUNCHER = [sys.executable, "-c", SHORT_WAITS]

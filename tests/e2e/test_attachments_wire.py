@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from fsnotes.notes.attachments import MAX_ATTACHMENT_BYTES
-
-from .eras import EraWire
+from e2e.eras import EraWire
+from fsnotes.notes.index.attachments import MAX_ATTACHMENT_BYTES
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 

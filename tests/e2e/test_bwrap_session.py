@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .wire import Wire, meta
+from e2e.wire import Wire, meta
 
 LAUNCHER = Path(__file__).resolve().parents[2] / "sandbox" / "fsnotes-bwrap.sh"
 

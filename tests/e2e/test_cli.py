@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .state_helpers import SHORT_WAITS_LAUNCHER, held
+from e2e.state_helpers import SHORT_WAITS_LAUNCHER, held
 
 
 def fsnotes(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from fsnotes.security.audit import Auditor, Entry, open_audit
-from fsnotes.security.state import SharedState
+from fsnotes.state.audit import Auditor, Entry, open_audit
+from fsnotes.state.shared import SharedState
 
 RLO = "\u202e"
 

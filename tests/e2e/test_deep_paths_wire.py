@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
+from e2e.wire import Wire
 from sandbox.uri import MAX_DEPTH
-
-from .wire import Wire
 
 DEPTH = 500  # far past MAX_DEPTH, well under the URI and path length limits
 

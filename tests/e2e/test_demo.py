@@ -10,7 +10,7 @@ import pytest
 
 # Run in a fresh interpreter in isolated mode (-I: no PYTHONPATH, no user site): a meta path
 # finder refuses the official SDK, as an installation without the demo extra would, then
-# the given entry point runs as `fsnotes demo` or `python -m fsnotes.demo` does.
+# the given entry point runs as `fsnotes demo` or `python -m fsnotes.app.demo` does.
 WITHOUT_SDK = """
 import runpy, sys
 
@@ -38,7 +38,7 @@ def test_demo_session_runs_every_step() -> None:
 
 
 @pytest.mark.parametrize(
-    "entry", [["fsnotes", "demo"], ["fsnotes.demo"]], ids=["fsnotes-demo", "make-demo"]
+    "entry", [["fsnotes", "demo"], ["fsnotes.app.demo"]], ids=["fsnotes-demo", "make-demo"]
 )
 def test_demo_without_the_sdk_names_the_extra_to_install_in_one_line(entry: list[str]) -> None:
     done = subprocess.run(

@@ -14,9 +14,8 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession, MCPError, stdio_client
 
-from fsnotes.notes.attachments import MAX_ATTACHMENT_BYTES
-
-from .test_notes_sdk import params, text_of
+from e2e.test_notes_sdk import params, text_of
+from fsnotes.notes.index.attachments import MAX_ATTACHMENT_BYTES
 
 warnings.simplefilter("ignore")
 

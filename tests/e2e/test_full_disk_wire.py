@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .wire import Wire
+from e2e.wire import Wire
 
 SERVE_ON_SMALL_TMPFS = (
     'mount --make-rprivate / && mount -t tmpfs -o size=1m tmpfs "$1" && '

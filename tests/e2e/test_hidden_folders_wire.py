@@ -20,13 +20,12 @@ from typing import Any
 
 import pytest
 
+from e2e.index_wire import assert_no_sqlite_text, found, listed, ok, search, wait_complete, wait_for
+from e2e.wire import Wire, meta
 from sandbox.uri import MAX_DEPTH
 
-from .index_wire import assert_no_sqlite_text, found, listed, ok, search, wait_complete, wait_for
-from .wire import Wire, meta
-
 # A real repository's object store is thousands of files; whether the server would refuse
-# one past its per-folder limit is tested in tests/notes/test_hidden_folders.py (creating
+# one past its per-folder limit is tested in tests/notes/index/test_hidden_folders.py (creating
 # 500,001 files takes 30 s here). Here what matters is that none of them is ever looked at.
 GIT_OBJECTS = 3000
 # Deeper than any path a client may send: a visible folder this deep is skipped and counted.

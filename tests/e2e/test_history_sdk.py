@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, stdio_client
 from mcp.client import ClientRequestContext
 
-from .test_notes_sdk import make_elicit, params, text_of
+from e2e.test_notes_sdk import make_elicit, params, text_of
 
 
 def sha(text: str) -> str:

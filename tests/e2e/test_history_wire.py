@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from fsnotes.security.history_store import DB_NAME, LOCK_NAME
-
-from .state_helpers import SHORT_WAITS_LAUNCHER, corrupt, held
-from .wire import LEGACY, Wire, meta
+from e2e.state_helpers import SHORT_WAITS_LAUNCHER, corrupt, held
+from e2e.wire import LEGACY, Wire, meta
+from fsnotes.state.history_store import DB_NAME, LOCK_NAME
 
 FORM = {"elicitation": {"form": {}}}
 

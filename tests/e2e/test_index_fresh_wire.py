@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .index_wire import (
+from e2e.index_wire import (
     assert_no_sqlite_text,
     call,
     error_text,
@@ -37,7 +37,7 @@ from .index_wire import (
     wait_complete,
     wait_for,
 )
-from .wire import Wire, meta
+from e2e.wire import Wire, meta
 
 # The freshness goal is 1 s where inotify works; asserted with room for a loaded CI machine.
 WATCH_BOUND_S = 3.0

@@ -17,9 +17,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.uri import MAX_DEPTH
-
-from .index_wire import (
+from e2e.index_wire import (
     SQLITE_WORDS,
     assert_no_sqlite_text,
     call,
@@ -29,7 +27,8 @@ from .index_wire import (
     search,
     wait_complete,
 )
-from .wire import Wire, meta
+from e2e.wire import Wire, meta
+from sandbox.uri import MAX_DEPTH
 
 SYNTAX_NOTE = (
     "# NEAR(x) OR title:y\n"

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from .index_wire import (
+from e2e.index_wire import (
     assert_no_sqlite_text,
     call,
     found,
@@ -39,8 +39,8 @@ from .index_wire import (
     the_index,
     wait_complete,
 )
-from .state_helpers import corrupt
-from .wire import LEGACY, Wire, meta
+from e2e.state_helpers import corrupt
+from e2e.wire import LEGACY, Wire, meta
 
 NOTES = 240
 FOLDERS = 6
@@ -178,9 +178,9 @@ def test_an_index_damaged_under_a_live_server_recovers(
 # process sees of a build while it runs.
 NO_WAIT = (
     "import sys\n"
-    "from fsnotes.notes import indexer\n"
+    "from fsnotes.notes.index import indexer\n"
     "indexer.until_indexed.__kwdefaults__['bound'] = 0.0\n"
-    "from fsnotes.cli import main\n"
+    "from fsnotes.app.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
 NO_WAIT_LAUNCHER = [sys.executable, "-c", NO_WAIT]

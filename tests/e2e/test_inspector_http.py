@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from e2e.test_inspector import INSPECTOR, NODE_DIR
 from tests.transport.http_support import HttpServer, add_token, make_workspace, start_fsnotes
-
-from .test_inspector import INSPECTOR, NODE_DIR
 
 pytestmark = [
     pytest.mark.skipif(

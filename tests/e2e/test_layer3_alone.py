@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from e2e.wire import Wire, meta
 from sandbox.jail import landlock_abi
-
-from .wire import Wire, meta
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "layer2_disabled.py"
 LAUNCHER = [sys.executable, str(SERVER)]

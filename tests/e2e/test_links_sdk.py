@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp import ClientSession, stdio_client
 
-from .test_notes_sdk import params
+from e2e.test_notes_sdk import params
 
 warnings.simplefilter("ignore")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .wire import LEGACY, Wire, meta
+from e2e.wire import LEGACY, Wire, meta
 
 NOTES = {
     "inbox.md": "# Inbox\n\nSee [[Budget]], [[budget#Q1|the money]] and ![[chart.png]].\n",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .eras import EraWire
+from e2e.eras import EraWire
 
 
 @pytest.fixture(params=["legacy", "modern"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .wire import Wire, meta
+from e2e.wire import Wire, meta
 
 LINK = (
     "'mnt/b.md' goes through a symbolic link or another filesystem at 'mnt', which fsnotes "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .wire import LEGACY, Wire, meta
+from e2e.wire import LEGACY, Wire, meta
 
 
 def test_legacy_roots_do_not_pick_a_default_for_modern_requests(

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .wire import LEGACY, MODERN, Wire, meta
+from e2e.wire import LEGACY, MODERN, Wire, meta
 
 FORM = {"elicitation": {"form": {}}}
 

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
+from e2e.wire import Wire
 from fsnotes.setup.code import CODE_FILE
 from tests.setup.person import Person, free_port
-
-from .wire import Wire
 
 FORM = {"elicitation": {"form": {}}}
 URL_CAPS = {"elicitation": {"url": {}}}

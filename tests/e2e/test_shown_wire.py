@@ -13,7 +13,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from .wire import LEGACY, Wire
+from e2e.wire import LEGACY, Wire
 
 FORM = {"elicitation": {"form": {}}}
 RLO = "\u202e"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .state_helpers import SHORT_WAITS_LAUNCHER, corrupt, held
-from .wire import Wire
+from e2e.state_helpers import SHORT_WAITS_LAUNCHER, corrupt, held
+from e2e.wire import Wire
 
 FORM = {"elicitation": {"form": {}}}
 URL_CAPS = {"elicitation": {"url": {}}}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .eras import EraWire
+from e2e.eras import EraWire
 
 NOTE = """---
 title: Shed

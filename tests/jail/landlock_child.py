@@ -152,7 +152,7 @@ def main_threaded(workspace: str) -> dict[str, Any]:
 
 
 def main_doctor(workspace: str, state: str) -> dict[str, Any]:
-    from fsnotes import doctor
+    from fsnotes.app import doctor
     from sandbox import jail, probe
 
     apply_landlock(writable=[workspace], state_dirs=[state], read_only=runtime_read_only_paths())

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from fsnotes import doctor
+from fsnotes.app import doctor
+from jail.test_landlock_jail import run_child
 from sandbox import probe
 from sandbox.jail import JailReport, landlock_abi
-
-from .test_landlock_jail import run_child
 
 
 def _status(key: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fsnotes.notes.indexer import MAX_WATCHES
+from fsnotes.notes.index.indexer import MAX_WATCHES
 from sandbox.jail import landlock_abi
 from sandbox.watch import max_user_watches
 
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(landlock_abi() is None, reason="this kernel offe
 
 CHILD = r"""
 import json, sys
-from fsnotes.config import load
-from fsnotes.server import build, jail
+from fsnotes.app.config import load
+from fsnotes.app.server import build, jail
 
 config = load(workspaces=[sys.argv[1]], state_dir=sys.argv[2], principal="ada")
 server = build(config)

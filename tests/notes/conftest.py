@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fsnotes.config import load
-from fsnotes.server import Server, build
+from fsnotes.app.config import load
+from fsnotes.app.server import Server, build
 
 VAULT = {
     "inbox.md": "# Inbox\n\nBuy milk #todo\nCall the plumber #todo\n",

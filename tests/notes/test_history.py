@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from fsnotes.config import load
-from fsnotes.notes.confirm import CONFIRM_KEY
-from fsnotes.notes.models import NotesHistoryResult
-from fsnotes.notes.restore import notes_history, notes_restore
-from fsnotes.notes.service import Notes, ServiceError
+from fsnotes.app.config import load
+from fsnotes.app.server import Server, build
+from fsnotes.notes.tools.confirm import CONFIRM_KEY
+from fsnotes.notes.tools.models import NotesHistoryResult
+from fsnotes.notes.tools.restore import notes_history, notes_restore
+from fsnotes.notes.tools.service import Notes, ServiceError
 from fsnotes.protocol.registry import InputRequired
-from fsnotes.security import history_store
 from fsnotes.security.consent import ConsentRefused
 from fsnotes.security.grants import NotGranted
-from fsnotes.server import Server, build
+from fsnotes.state import history_store
 from tests.e2e.state_helpers import held
 
 

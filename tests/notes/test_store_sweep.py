@@ -19,9 +19,9 @@ import anyio
 import pytest
 from e2e.wire import LEGACY, Wire
 
-from fsnotes.config import load
-from fsnotes.notes.catalog import Catalog
-from fsnotes.server import Server, build
+from fsnotes.app.config import load
+from fsnotes.app.server import Server, build
+from fsnotes.notes.index.catalog import Catalog
 from sandbox.root import REMOVE_PREFIX, TEMP_PREFIX
 
 

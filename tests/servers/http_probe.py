@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from fsnotes import cli, server
+from fsnotes.app import cli, server
 from fsnotes.protocol import RequestContext, Tool, ToolAnnotations, ToolResult
 
 

@@ -17,7 +17,7 @@ import errno
 import os
 import sys
 
-from fsnotes import cli
+from fsnotes.app import cli
 from fsnotes.notes import store as store_module
 from sandbox import errors as sx
 from sandbox.root import FileIdentity, FileInfo, ReadResult

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsnotes.config import ConfigError, load
+from fsnotes.app.config import ConfigError, load
 from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
 from fsnotes.setup import code
 from fsnotes.setup.policy import DEFAULT_SETUP_PORT, SetupPolicy

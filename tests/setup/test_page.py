@@ -19,8 +19,7 @@ from fsnotes.setup.store import (
     MAX_CODE_ATTEMPTS,
     SetupStatus,
 )
-
-from .conftest import Browser, LivePage, Response
+from setup.conftest import Browser, LivePage, Response
 
 pytestmark = pytest.mark.timeout(60)
 

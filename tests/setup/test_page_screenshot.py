@@ -31,8 +31,7 @@ import pytest
 from fsnotes.security.grants import Access
 from fsnotes.setup.page import PageFacts, default_facts
 from fsnotes.setup.store import Setup, SetupStatus
-
-from .conftest import LivePage
+from setup.conftest import LivePage
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,7 +20,12 @@ from sandbox.root import Root
 
 REPO = Path(__file__).resolve().parents[2]
 # What lies above the setup part: it may be given values from there, never import them.
-ABOVE_SETUP = ("fsnotes.config", "fsnotes.server", "fsnotes.cli", "fsnotes.cli_grant")
+ABOVE_SETUP = (
+    "fsnotes.app.config",
+    "fsnotes.app.server",
+    "fsnotes.app.cli",
+    "fsnotes.app.cli_grant",
+)
 
 
 def _imported_modules(path: Path) -> list[tuple[int, str]]:

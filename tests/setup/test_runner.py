@@ -13,8 +13,7 @@ import pytest
 
 from fsnotes.setup.policy import PageUnavailable, SetupPolicy
 from fsnotes.setup.runner import PageRunner
-
-from .conftest import LivePage, free_port, http_request
+from setup.conftest import LivePage, free_port, http_request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

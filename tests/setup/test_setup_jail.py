@@ -19,8 +19,8 @@ from tests.setup.person import free_port
 
 CHILD = r"""
 import errno, json, os, socket, sys
-from fsnotes.config import load
-from fsnotes.server import build, jail
+from fsnotes.app.config import load
+from fsnotes.app.server import build, jail
 
 place, port, max_access = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 config = load(

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fsnotes.security.grants import Access
-from fsnotes.security.state import SharedState
 from fsnotes.setup import store as st
 from fsnotes.setup.store import SetupStatus, SetupStore, TooManyPending, Verdict
+from fsnotes.state.shared import SharedState
 from tests.e2e.state_helpers import corrupt, held, in_fresh_thread
 
 

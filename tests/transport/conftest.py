@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from .http_support import HttpServer, Raw, add_token, make_workspace, start_demo, start_fsnotes
+from transport.http_support import (
+    HttpServer,
+    Raw,
+    add_token,
+    make_workspace,
+    start_demo,
+    start_fsnotes,
+)
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsnotes.security.tokens import digest_of
-
-from .http_support import REPO, HttpServer, Raw, add_token, start_fsnotes
+from transport.http_support import REPO, HttpServer, Raw, add_token, start_fsnotes
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from .http_support import LEGACY, Raw, add_token, make_workspace, request_head, start_fsnotes
+from transport.http_support import (
+    LEGACY,
+    Raw,
+    add_token,
+    make_workspace,
+    request_head,
+    start_fsnotes,
+)
 
 pytestmark = pytest.mark.timeout(120)
 

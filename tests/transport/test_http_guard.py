@@ -21,8 +21,7 @@ from fsnotes.transport.http_server import HEADER_TIMEOUT_S, MAX_CONNECTIONS, MAX
 from fsnotes.transport.http_settings import HttpSettings
 from tests.servers.demo_server import build_app
 from tests.siege import Siege
-
-from .http_support import REPO, HttpServer, Raw, add_token, raw_exchange, request_head
+from transport.http_support import REPO, HttpServer, Raw, add_token, raw_exchange, request_head
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -244,8 +243,7 @@ def test_a_client_that_stops_reading_loses_its_connection_and_others_go_on(
     tmp_path: Path,
 ) -> None:
     from fsnotes.transport.http_reply import WRITE_STALL_S
-
-    from .http_support import make_workspace, start_fsnotes
+    from transport.http_support import make_workspace, start_fsnotes
 
     workspace, state = make_workspace(tmp_path), tmp_path / "state"
     (workspace / "big.md").write_text("# Big\n\n" + "x" * 4_000_000 + "\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from .http_support import (
+from transport.http_support import (
     MODERN,
     HttpServer,
     Raw,
@@ -288,7 +288,7 @@ def test_reads_of_a_large_note_past_the_answer_budget_all_arrive_whole(
     # 9 answers of 9 MiB held for clients that read nothing yet are more than the 64 MiB of
     # answers the server keeps waiting: the later ones are computed again once room is made
     # (never held meanwhile), and every client gets its whole answer once it reads.
-    from .http_support import add_token, make_workspace, start_fsnotes
+    from transport.http_support import add_token, make_workspace, start_fsnotes
 
     workspace, state = make_workspace(tmp_path), tmp_path / "state"
     big = "# Big\n\n" + ("a line of a large note, " * 40 + "\n") * 4300

@@ -28,10 +28,9 @@ import jwt
 import pytest
 
 from fsnotes.security.oauth import JWKS_MIN_REFETCH_S
-
-from .http_support import HttpServer, Raw, add_token
-from .oidc_support import OidcProvider, SigningKey, claims_of, missing
-from .test_http_sessions import call, initialize, legacy
+from transport.http_support import HttpServer, Raw, add_token
+from transport.oidc_support import OidcProvider, SigningKey, claims_of, missing
+from transport.test_http_sessions import call, initialize, legacy
 
 pytestmark = pytest.mark.timeout(120)
 if (reason := missing()) is not None:

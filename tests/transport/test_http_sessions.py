@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from .http_support import (
+from transport.http_support import (
     LEGACY,
     HttpServer,
     Raw,

@@ -1,0 +1,488 @@
+"""Assemble the notes server from a configuration: open, jail, serve.
+
+Start-up order matters for layer 3: every workspace and the state directory are opened
+(and the keyring and replay database created) first, then Landlock is applied while the
+process still has a single thread, and only then does the event loop start its worker
+threads. After that the process cannot open anything outside its workspaces, its state
+directory and the read-only runtime, whatever the code above it does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import os
+import shlex
+import ssl
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+
+import fsnotes as fsnotes_pkg
+import sandbox
+from fsnotes import __version__
+from fsnotes.app.config import Config, ConfigError
+from fsnotes.notes.history import History
+from fsnotes.notes.index.indexer import Catalogs
+from fsnotes.notes.store import NoteStore
+from fsnotes.notes.tools.build import build_tools
+from fsnotes.notes.tools.confirm import DeleteFlow
+from fsnotes.notes.tools.prompts import NotesPrompts
+from fsnotes.notes.tools.resources import NotesResources
+from fsnotes.notes.tools.service import NotesService
+from fsnotes.protocol.registry import App
+from fsnotes.security.grants import Access
+from fsnotes.security.seal import Keyring, Sealer
+from fsnotes.security.tokens import BearerTokens
+from fsnotes.setup import code as setup_code
+from fsnotes.state import statedir
+from fsnotes.state.audit import Auditor, AuditUnavailable, default_instance, open_audit
+from fsnotes.state.history_store import HistoryStore, HistoryUnavailable
+from fsnotes.state.replay import SQLReplayStore, StoreBusy, open_replay
+from fsnotes.state.shared import SharedState, StateUnavailable
+from sandbox.errors import SandboxError
+from sandbox.jail import JailError, JailReport, apply_landlock, runtime_read_only_paths
+from sandbox.root import Root
+
+if TYPE_CHECKING:
+    from fsnotes.security.oauth import Chained
+from fsnotes.setup.part import SetupError, SetupPart, build_setup
+from fsnotes.setup.policy import PageUnavailable
+
+log = logging.getLogger("fsnotes")
+
+INSTRUCTIONS = (
+    "fsnotes gives you the person's Markdown notes. Call workspaces_list first to learn the "
+    "workspace URIs you may use, then notes_search or notes_list to find notes and notes_read "
+    "to read one (keep its etag). Pass the etag to notes_update and notes_move so a note that "
+    "changed meanwhile is never overwritten. notes_delete always asks the person to confirm; "
+    "you cannot confirm for them."
+)
+# Said only when copies are kept (not with --no-history).
+HISTORY_INSTRUCTIONS = (
+    " What notes_update, notes_move and notes_delete replace is kept: notes_history lists a "
+    "note's versions (also of a deleted note, by its old uri) and notes_restore brings one back."
+)
+
+
+@dataclass
+class Server:
+    app: App
+    service: NotesService
+    catalogs: Catalogs
+    deletes: DeleteFlow
+    roots: list[Root]
+    replay: SQLReplayStore
+    config: Config
+    history: History  # copies of what changes replace; History.off() with --no-history
+    setup: SetupPart  # notes_setup, its store, the allowlisted folders, the page
+    shared: SharedState  # where the replay store, the setup store and the audit log live
+    audit: Auditor
+
+    def close(self) -> None:
+        self.catalogs.close()
+        self.setup.close()
+        for root in self.roots:
+            root.close()
+        self.shared.close()
+
+
+def prepare_state_dir(config: Config) -> None:
+    path = config.state_dir
+    try:
+        statedir.prepare_dir(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot use the state directory {path}: {exc.strerror}") from None
+
+
+def build(config: Config, *, clock: Any = time.time) -> Server:
+    """Open everything the server needs. Raises ConfigError with a readable reason."""
+    prepare_state_dir(config)
+    roots: list[Root] = []
+    stores: dict[str, NoteStore] = {}
+    try:
+        for spec in config.workspaces:
+            try:
+                root = Root.open(spec.path, allow_hardlinked_reads=config.allow_hardlinked_reads)
+            except (SandboxError, OSError) as exc:
+                raise ConfigError(
+                    f"cannot open workspace '{spec.name}' ({spec.path}): {exc}"
+                ) from None
+            roots.append(root)
+            stores[spec.name] = NoteStore(root, extensions=config.extensions)
+        try:
+            keyring = Keyring.load_or_create(config.state_dir)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot use the sealing keys in {config.state_dir}: {exc}") from None
+        try:
+            # No pool yet: its threads must start inside the jail (serve starts it).
+            shared = SharedState.open(config.state_dir, config.database, pooled=False)
+        except StateUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+        try:
+            replay = open_replay(shared, clock=clock)
+        except StoreBusy as exc:
+            raise ConfigError(f"cannot open the replay database ({shared.where}): {exc}") from None
+        try:
+            audit = Auditor(
+                open_audit(shared, clock=clock), instance=config.instance or default_instance()
+            )
+        except AuditUnavailable as exc:
+            raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
+        history = open_history(config, clock)
+        sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
+        try:
+            setup = build_setup(
+                policy=config.setup,
+                state_dir=config.state_dir,
+                workspaces=config.workspace_objects(),
+                grants=config.grants,
+                stores=stores,
+                extensions=config.extensions,
+                sealer=sealer,
+                clock=clock,
+                grant_command=grant_command(config),
+                allow_hardlinked_reads=config.allow_hardlinked_reads,
+                shared=shared,
+                audit=audit,
+            )
+        except SetupError as exc:
+            raise ConfigError(str(exc)) from None
+    except BaseException:
+        for root in roots:
+            root.close()
+        raise
+
+    grants = setup.grants
+    catalogs = Catalogs(
+        config.state_dir,
+        config.extensions,
+        lambda: [(ws, stores[ws.name]) for ws in grants.all_workspaces() if ws.name in stores],
+        rescan_interval=config.rescan_interval,
+        watch=config.watch,
+    )
+    service = NotesService(
+        grants=grants, stores=stores, catalogs=catalogs, audit=audit, history=history
+    )
+    deletes = DeleteFlow(sealer, replay, clock)
+    app = App(
+        name="fsnotes",
+        version=__version__,
+        title="fsnotes",
+        instructions=INSTRUCTIONS + (HISTORY_INSTRUCTIONS if history.enabled else ""),
+        tools=[*build_tools(service, deletes), *setup.tools],
+        resources=NotesResources(service),
+        prompts=NotesPrompts(service, config.daily),
+        lifespan=_lifespan(catalogs, setup.lifespan),
+    )
+    return Server(
+        app=app,
+        service=service,
+        catalogs=catalogs,
+        deletes=deletes,
+        roots=roots,
+        replay=replay,
+        config=config,
+        history=history,
+        setup=setup,
+        shared=shared,
+        audit=audit,
+    )
+
+
+def open_history(config: Config, clock: Any) -> History:
+    """The history store (pruned to its bounds now), or none with --no-history: then no
+    history file is created or opened at all."""
+    settings = config.history
+    if not settings.enabled:
+        log.info("history off (--no-history): changes keep no copy of what they replace")
+        return History.off()
+    try:
+        store = HistoryStore(
+            config.state_dir,
+            max_bytes=settings.max_bytes,
+            max_age_s=settings.max_age_s,
+            clock=clock,
+        )
+        store.prune()  # a bound lowered since the last run, or versions that aged meanwhile
+    except HistoryUnavailable as exc:
+        raise ConfigError(
+            f"cannot open the history database in {config.state_dir}: {exc} "
+            "(--no-history starts without it)"
+        ) from None
+    return History(store)
+
+
+def _lifespan(
+    catalogs: Catalogs,
+    page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None,
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """What runs as long as the server serves, in the background (nothing waits for it to
+    start: initialize is answered at once): the search indexes built and kept fresh (the
+    first full scan also removes what killed writes left behind), and the setup page's
+    runner when setup is on."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(catalogs.run)
+            try:
+                if page is None:
+                    yield
+                else:
+                    async with page():
+                        yield
+            finally:
+                tg.cancel_scope.cancel()  # a sweep still running stops at its next checkpoint
+
+    return lifespan
+
+
+def grant_command(config: Config) -> str:
+    """The ``fsnotes grant`` prefix that reaches this server's state and allowlist."""
+    words = ["fsnotes", "grant"]
+    if config.config_file:
+        words += ["--config", config.config_file]
+    words += ["--state-dir", str(config.state_dir)]
+    for parent in config.setup.allow:
+        words += ["--setup-allow", parent]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def announce_setup_code(config: Config) -> None:
+    """Make a fresh setup code, write it to the state dir and print it on stderr."""
+    code = setup_code.new_code()
+    try:
+        path = setup_code.write_code(config.state_dir, code)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the setup code in {config.state_dir}: {exc}") from None
+    # Printed, not logged: it must reach the person whatever the log level.
+    print(
+        f"fsnotes: setup code {code} (also in {path}); the setup page at "
+        f"{config.setup.origin} asks for it before granting any folder",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def http_authenticator(config: Config) -> BearerTokens | Chained:
+    """What an HTTP server accepts: the configuration's and the state directory's bearer
+    tokens (see :mod:`fsnotes.security.tokens`), then OAuth access tokens when
+    ``[http.oauth]`` is configured (:mod:`fsnotes.security.oauth`). Raises ConfigError when
+    nothing would be accepted, the tokens file is unusable, or OAuth needs its extra."""
+    settings = config.http
+    configured = settings.tokens if settings is not None else ()
+    tokens = BearerTokens(configured, config.state_dir)
+    if tokens.problem is not None:
+        raise ConfigError(tokens.problem)
+    if settings is not None and settings.oauth is not None:
+        try:
+            from fsnotes.security.oauth import Chained, OAuthTokens
+        except ImportError as exc:
+            raise ConfigError(
+                f"[http.oauth] needs PyJWT ({exc.name} is missing): pip install 'fsnotes[oauth]'"
+            ) from None
+        # The tokens file is read again when it changes: one added later counts at once.
+        return Chained(tokens, OAuthTokens(settings.oauth))
+    if not tokens.entries:
+        raise ConfigError(
+            "--http needs at least one bearer token: run `fsnotes token add --principal NAME` "
+            "(with the same --state-dir), or add [[http.token]] to the configuration, or "
+            "configure [http.oauth]"
+        )
+    return tokens
+
+
+def _oauth_jail_needs(authenticator: BearerTokens | Chained) -> tuple[list[str], list[int]]:
+    """What fetching the issuer's keys needs inside the jail: the resolver's files and the CA
+    certificates (read-only), and the TCP ports of the issuer and of its JWKS (connect)."""
+    if isinstance(authenticator, BearerTokens):
+        return [], []
+    from fsnotes.security.oauth_settings import RESOLVER_FILES
+
+    verify = ssl.get_default_verify_paths()
+    candidates = [*RESOLVER_FILES, "/etc/ssl", verify.cafile, verify.capath]
+    paths = [p for p in candidates if p and os.path.exists(p)]
+    return paths, authenticator.oauth.tcp_ports()
+
+
+def jail(
+    server: Server,
+    *,
+    extra_read_only: Sequence[str] = (),
+    extra_connect_tcp: Sequence[int] = (),
+) -> JailReport | None:
+    """Apply Landlock for this server's workspaces and state directory (layer 3)."""
+    if not server.config.landlock:
+        log.warning("Landlock disabled by --no-landlock: layer 3 is off for this process")
+        return None
+    # The packages' own directories: with an editable install (a checkout) they are outside
+    # the runtime prefix, and modules imported lazily later must still load.
+    own = [os.path.dirname(os.path.abspath(m.__file__ or "")) for m in (sandbox, fsnotes_pkg)]
+    setup = server.config.setup
+    # The setup allowlist's parents bound what can ever be granted at run time; they are
+    # writable only when the page may grant write access.
+    parent_fds = [root.fileno() for root in server.setup.parents]
+    writable_parents = parent_fds if setup.max_access >= Access.WRITE else []
+    report = apply_landlock(
+        # The descriptors the Roots resolve from, not the configured paths re-opened by name:
+        # the rules then cover exactly the directories layer 2 works in.
+        writable=[*(root.fileno() for root in server.roots), *writable_parents],
+        state_dirs=[str(server.config.state_dir)],
+        read_only=[
+            *runtime_read_only_paths(),
+            *own,
+            *extra_read_only,
+            *(fd for fd in parent_fds if fd not in writable_parents),
+            # What libpq reads on a later connection (the pool reconnects after the jail).
+            *server.shared.read_paths(),
+        ],
+        allow_bind_tcp=[setup.port] if setup.enabled else [],
+        # The shared database's port, when it is reached over TCP.
+        allow_connect_tcp=[*server.shared.tcp_ports(), *extra_connect_tcp],
+    )
+    if report.applied:
+        log.info("Landlock ABI %s applied", report.abi)
+    for gap in report.not_applied:
+        log.warning("Landlock: %s", gap)
+    return report
+
+
+def serve(config: Config) -> int:
+    """Run the server (stdio, or HTTP with ``--http``) until stdin closes or SIGTERM; returns
+    the exit status."""
+    # Imported before the jail goes up: after it, only the runtime paths stay readable, and
+    # a project checkout (an editable install) may not be among them.
+    from fsnotes.transport.stdio import run_stdio
+
+    if config.http is not None:
+        return _serve_http(config)
+    server = build(config)
+    try:
+        _announce_setup(config)
+        try:
+            jail(server)
+        except JailError as exc:
+            # Nothing was restricted; refuse to serve rather than run unjailed by surprise.
+            raise ConfigError(
+                f"cannot apply the Landlock jail ({exc}{': ' + exc.detail if exc.detail else ''}); "
+                "fix the cause or pass --no-landlock knowingly"
+            ) from None
+        # The jail is up (or knowingly off): the database pool's threads may start now.
+        server.shared.start_pool()
+        log.info(
+            "serving %d workspace(s) for principal %r over stdio; shared state: %s",
+            len(config.workspaces),
+            config.principal,
+            server.shared.where,
+        )
+        try:
+            run_stdio(server.app, principal=config.principal)
+        except PageUnavailable as exc:  # --setup-port: the always-on page could not start
+            raise ConfigError(f"{exc}; choose another --setup-port") from None
+        except BaseExceptionGroup as group:
+            unavailable = group.subgroup(PageUnavailable)
+            if unavailable is None:
+                raise
+            raise ConfigError(f"{_first_leaf(unavailable)}; choose another --setup-port") from None
+    finally:
+        server.close()
+    return 0
+
+
+def _announce_setup(config: Config) -> None:
+    if not config.setup.enabled:
+        return
+    announce_setup_code(config)
+    if not ipaddress.ip_address(config.setup.bind).is_loopback:
+        # Meant for a container whose port is published to the host's loopback only;
+        # on a host it exposes the page (still code-protected) to the network.
+        log.warning(
+            "the setup page listens on %s, not a loopback address: publish its port "
+            "to 127.0.0.1 only (docker run -p 127.0.0.1:%d:%d)",
+            config.setup.bind,
+            config.setup.port,
+            config.setup.port,
+        )
+
+
+def _serve_http(config: Config) -> int:
+    """Serve Streamable HTTP (``--http``): the socket is bound and the tokens read before the
+    jail, so Landlock needs no rule for this port and allows binding no other."""
+    try:
+        from fsnotes.transport.http_server import HttpUnavailable, bind, run_http
+    except ImportError as exc:
+        raise ConfigError(
+            f"--http needs the HTTP stack ({exc.name} is missing): pip install 'fsnotes[http]'"
+        ) from None
+    settings = config.http
+    assert settings is not None
+    authenticator = http_authenticator(config)
+    if not isinstance(authenticator, BearerTokens):
+        # The keys are fetched once before the jail; later fetches (rotation, refresh) go to
+        # the ports the jail allows connecting to (see _oauth_jail_needs).
+        authenticator.oauth.prefetch()
+    oauth_paths, oauth_ports = _oauth_jail_needs(authenticator)
+    server = build(config)
+    try:
+        try:
+            sock = bind(settings.host, settings.port)
+        except HttpUnavailable as exc:
+            raise ConfigError(f"{exc}; choose another --http port") from None
+        try:
+            port = sock.getsockname()[1]
+            _announce_setup(config)
+            if not settings.loopback:
+                log.warning(
+                    "exposing %d workspace(s) over HTTP at %s to principals %s (--http-expose)",
+                    len(config.workspaces),
+                    settings.describe(port),
+                    ", ".join(repr(p) for p in authenticator.principals()) or "(OAuth only)",
+                )
+            try:
+                jail(server, extra_read_only=oauth_paths, extra_connect_tcp=oauth_ports)
+            except JailError as exc:
+                raise ConfigError(
+                    f"cannot apply the Landlock jail ({exc}"
+                    f"{': ' + exc.detail if exc.detail else ''}); "
+                    "fix the cause or pass --no-landlock knowingly"
+                ) from None
+            server.shared.start_pool()  # the database pool's threads start inside the jail
+            log.info(
+                "serving %d workspace(s) over HTTP; shared state: %s",
+                len(config.workspaces),
+                server.shared.where,
+            )
+            try:
+                run_http(server.app, settings, authenticator, sock)
+            except PageUnavailable as exc:
+                raise ConfigError(f"{exc}; choose another --setup-port") from None
+            except BaseExceptionGroup as group:
+                unavailable = group.subgroup(PageUnavailable)
+                if unavailable is None:
+                    raise
+                raise ConfigError(
+                    f"{_first_leaf(unavailable)}; choose another --setup-port"
+                ) from None
+        finally:
+            sock.close()
+    finally:
+        server.close()
+    return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def main_error(message: str) -> int:
+    print(f"fsnotes: {message}", file=sys.stderr)
+    return 2

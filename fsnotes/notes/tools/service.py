@@ -1,0 +1,591 @@
+"""The notes domain behind the tools: authorize, contain, then act through the store.
+
+:class:`NotesService` holds what every request shares and knows no principal;
+:meth:`NotesService.acting_for` gives one request's view, :class:`Notes`, for the principal
+its transport named. Every public method of :class:`Notes` starts with authorization for
+that principal, then turns the caller's URI or relative path into components with layer 1
+(:mod:`sandbox.uri`), and only then touches a workspace through its
+:class:`~fsnotes.notes.store.NoteStore`. Every mutation runs inside :meth:`Notes.audited`
+(the audit log's intent before it, its outcome after). Methods are synchronous (they do
+file I/O); the async tool handlers run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import errno
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsnotes.notes.history import History, HistoryUnavailable, Keep, current_etag
+from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable, IndexStatus
+from fsnotes.notes.index.indexer import Catalogs
+from fsnotes.notes.index.noteindex import IndexProblem
+from fsnotes.notes.index.schema import Row
+from fsnotes.notes.store import Note, NoteError, NoteStore, display, etag_of, iso_time
+from fsnotes.notes.text.edits import Edit, apply_edits
+from fsnotes.notes.text.query import QueryError
+from fsnotes.notes.text.query import parse as parse_query
+from fsnotes.notes.text.where import conditions
+from fsnotes.notes.tools import relink
+from fsnotes.notes.tools.models import (
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
+    MAX_LIST_LIMIT,
+    MAX_SEARCH_LIMIT,
+    IndexInfo,
+    Link,
+    MoveResult,
+    NotesListResult,
+    NotesReadResult,
+    NotesSearchResult,
+    NoteSummary,
+    SearchHit,
+    Snippet,
+    WhereValue,
+    WorkspaceOut,
+    WorkspacesListResult,
+    WriteResult,
+)
+from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
+from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
+from sandbox import errors as sx
+from sandbox import uri as lexical
+
+log = logging.getLogger("fsnotes.notes")
+
+Components = tuple[str, ...]
+
+
+class ServiceError(Exception):
+    """One actionable sentence for the model (becomes an ``isError`` tool result)."""
+
+
+def explain(exc: BaseException, *operands: Components) -> str:
+    """Turn a sandbox/store/grant error into one actionable sentence without host paths.
+
+    ``operands`` are the paths the failed operation was given (a move's source, then its
+    destination). The sentence names the one the sandbox says it refused (``path``), and
+    the leading part of it at fault when that is known and shorter (the symlink, the mount
+    point, the file where a folder should be)."""
+    parts, culprit = _refused_on(exc, operands)
+    where = f"'{display(parts)}'" if parts else "That path"
+    at = f" at '{display(culprit)}'" if culprit else ""
+    match exc:
+        case NoteError() | NotGranted() | ServiceError():
+            return str(exc)
+        case sx.NotFound():
+            return f"{where} does not exist; check the path with notes_list or notes_search."
+        case sx.AlreadyExists():
+            return f"{where} already exists; choose another path (nothing is ever overwritten)."
+        case sx.Escape():
+            return (
+                f"{where} goes through a symbolic link or another filesystem{at}, which "
+                "fsnotes never follows; use a path to a regular note."
+            )
+        case sx.OutsideWorkspace():
+            return f"That path leaves the workspace ({exc}); use a path inside it."
+        case sx.InvalidURI():
+            return f"That URI is not a valid local file:// URI: {exc}."
+        case sx.TooDeep():
+            return (
+                f"That path is {exc.depth} levels deep; fsnotes allows at most {exc.limit} "
+                "below a workspace."
+            )
+        case sx.InvalidPath():
+            return f"That path is not valid: {exc}."
+        case sx.NotARegularFile():
+            return f"{where} is not a regular file, so it is not a note."
+        case sx.NotADirectory():
+            if culprit:
+                return f"'{display(culprit)}' in {where} is a file, not a folder."
+            return f"A folder in {where} is a file, not a folder."
+        case sx.TooLarge():
+            return f"{where} is larger than fsnotes reads; it was not opened."
+        case sx.HardLinked():
+            return (
+                f"{where} has several hard links (it may be shared with a file outside the "
+                "workspace), so fsnotes will not read or change it."
+            )
+        case sx.IdentityMismatch():
+            return f"{where} was replaced by another file meanwhile; nothing was changed."
+        case sx.PermissionDenied():
+            code = errno.errorcode.get(exc.errno or 0, "")
+            return f"The operating system denied access to {where}{f' ({code})' if code else ''}."
+        case sx.SandboxError():
+            return f"{where} could not be used: {exc}."
+    return "Internal error."
+
+
+def _refused_on(
+    exc: BaseException, operands: Sequence[Components]
+) -> tuple[Components | None, Components | None]:
+    """The operand ``exc`` is about (the first whose leading part its ``path`` is, else the
+    first given), and that leading part when it is shorter than the operand."""
+    first = operands[0] if operands else None
+    named = exc.path if isinstance(exc, sx.SandboxError) else None
+    if not named:
+        return first, None
+    culprit = tuple(named.split("/"))
+    for parts in operands:
+        if parts[: len(culprit)] == culprit:
+            return parts, culprit if len(culprit) < len(parts) else None
+    return first, None
+
+
+@dataclass(frozen=True)
+class Located:
+    workspace: Workspace
+    store: NoteStore
+    parts: Components
+
+    @property
+    def uri(self) -> str:
+        return lexical.to_file_uri(self.workspace.components + self.parts)
+
+
+@dataclass
+class NotesService:
+    """What every request shares: the grants, the workspaces' stores and their catalogs.
+
+    It knows no principal: each request gets its own view, :meth:`acting_for`, from what
+    its transport says about it (the principal, and a legacy session's roots).
+    """
+
+    grants: Grants
+    stores: dict[str, NoteStore]  # by workspace name
+    catalogs: Catalogs
+    audit: Auditor
+    history: History = field(default_factory=History.off)  # what changes keep (history.py)
+
+    def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
+        """The notes as ``principal`` may use them, for one request. ``roots``: the roots a
+        legacy session's client reported (None for a modern, stateless request): hints
+        that may pick the default workspace among the granted ones, never add one."""
+        hints = None if roots is None else _root_hints(self.grants, principal, roots)
+        return Notes(
+            self.grants, self.stores, self.catalogs, self.audit, principal, hints, self.history
+        )
+
+
+@dataclass(frozen=True)
+class Notes:
+    """One request's view of the notes: its principal, and its session's root hints."""
+
+    grants: Grants
+    stores: dict[str, NoteStore]
+    catalogs: Catalogs
+    audit: Auditor
+    principal: str
+    hints: tuple[Components, ...] | None = None  # None: no session, so no hints
+    history: History = field(default_factory=History.off)
+
+    # --- scope ---------------------------------------------------------------------------
+
+    def workspace(self, workspace_uri: str | None, needed: Access) -> Workspace:
+        """The workspace a call names, or its default when it names none (where a legacy
+        session's roots may choose among several granted ones)."""
+        if workspace_uri is None:
+            return self.grants.default_for(self.principal, needed, self.hints or ())
+        return self.grants.authorize_workspace_uri(self.principal, workspace_uri, needed)
+
+    def locate(self, uri: str, needed: Access) -> Located:
+        """Authorize and contain a note URI: the granted workspace and the relative names."""
+        try:
+            components = lexical.parse_file_uri(uri)
+        except sx.InvalidURI as exc:
+            raise ServiceError(explain(exc)) from None
+        try:
+            ws, rel = self.grants.authorize_note_uri(self.principal, components, needed)
+        except sx.TooDeep as exc:
+            raise ServiceError(explain(exc)) from None
+        return Located(ws, self.stores[ws.name], rel)
+
+    def relative(self, ws: Workspace, path: str, *, allow_empty: bool = False) -> Located:
+        try:
+            parts = lexical.parse_relative(path, allow_empty=allow_empty)
+            lexical.to_file_uri(ws.components + parts)  # the result's URI must be valid too
+        except sx.SandboxError as exc:
+            raise ServiceError(explain(exc)) from None
+        return Located(ws, self.stores[ws.name], parts)
+
+    def readable(self) -> list[Workspace]:
+        return [ws for ws, _ in self.grants.granted(self.principal)]
+
+    # --- tools ---------------------------------------------------------------------------
+
+    def workspaces_list(self) -> WorkspacesListResult:
+        return WorkspacesListResult(
+            workspaces=[
+                WorkspaceOut(uri=ws.uri, name=ws.name, access=access.label)
+                for ws, access in self.grants.granted(self.principal)
+            ]
+        )
+
+    def notes_list(
+        self,
+        workspace_uri: str | None,
+        folder: str | None,
+        tag: str | None,
+        cursor: str | None,
+        limit: int | None,
+        where: Mapping[str, WhereValue] | None = None,
+    ) -> NotesListResult:
+        ws = self.workspace(workspace_uri, Access.READ)
+        loc = self.relative(ws, folder or "", allow_empty=True)
+        self.check_folder(loc)
+        after = decode_cursor(cursor) if cursor is not None else None
+        limit = min(limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
+        catalog = self.catalog(loc, fresh=True)
+        with _unavailable():
+            page = catalog.page(loc.parts, after, limit, tag, conditions(where))
+        next_cursor = encode_cursor(page.last) if page.more and page.last else None
+        return NotesListResult(
+            notes=[_summary(ws, row) for row in page.rows],
+            nextCursor=next_cursor,
+            index=index_info(page.status),
+        )
+
+    def notes_read(self, uri: str, start: int | None, end: int | None) -> NotesReadResult:
+        loc = self.locate(uri, Access.READ)
+        note = self.read_located(loc)
+        lines = note.text.splitlines()
+        total = len(lines)
+        content = note.text
+        first, last = 1, total
+        if start is not None or end is not None:
+            first = start or 1
+            last = min(end or total, total)
+            if first > max(total, 1) or (end is not None and end < first):
+                raise ServiceError(
+                    f"Lines {first}-{end or total} are outside the note, which has {total} "
+                    "lines; ask for a range within it."
+                )
+            content = "\n".join(lines[first - 1 : last])
+        return NotesReadResult(
+            uri=loc.uri,
+            path=display(loc.parts),
+            title=note.meta.title,
+            etag=note.etag,
+            content=content,
+            startLine=first,
+            endLine=last,
+            totalLines=total,
+            frontmatter=note.meta.frontmatter,
+            tags=note.meta.tags,
+            links=[Link.model_validate(link) for link in note.meta.links],
+            size=note.info.size,
+            modified=iso_time(note.info.mtime_ns),
+        )
+
+    def notes_search(
+        self,
+        workspace_uri: str | None,
+        query: str,
+        folder: str | None,
+        tag: str | None,
+        limit: int | None,
+        where: Mapping[str, WhereValue] | None = None,
+    ) -> NotesSearchResult:
+        ws = self.workspace(workspace_uri, Access.READ)
+        loc = self.relative(ws, folder or "", allow_empty=True)
+        self.check_folder(loc)
+        try:
+            terms = parse_query(query)
+        except QueryError as exc:
+            raise ServiceError(str(exc)) from None
+        limit = min(limit or DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT)
+        catalog = self.catalog(loc, fresh=True)
+        with _unavailable():
+            found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
+        results = [
+            SearchHit(
+                uri=lexical.to_file_uri(ws.components + hit.row.parts),
+                path=display(hit.row.parts),
+                title=hit.row.title,
+                score=hit.score,
+                snippets=(
+                    [Snippet(line=hit.excerpt.line, text=hit.excerpt.text)] if hit.excerpt else []
+                ),
+            )
+            for hit in found.hits
+        ]
+        return NotesSearchResult(
+            results=results,
+            total=found.total,
+            totalExact=found.total_exact,
+            rankedAll=found.ranked_all,
+            scanned=found.scanned,
+            index=index_info(found.status),
+        )
+
+    def notes_create(self, workspace_uri: str | None, path: str, content: str) -> WriteResult:
+        ws = self.workspace(workspace_uri, Access.WRITE)
+        loc = self.relative(ws, path)
+        try:
+            with self.audited("create", "notes_create", loc) as ticket:
+                etag, info = loc.store.create(loc.parts, content)
+                ticket.done(etag_after=etag)
+        except (sx.SandboxError, NoteError) as exc:
+            raise ServiceError(explain(exc, loc.parts)) from None
+        self.after_write(loc, lambda c: c.wrote(loc.parts, content, etag, info))
+        return WriteResult(uri=loc.uri, path=display(loc.parts), etag=etag, size=info.size)
+
+    def notes_update(
+        self,
+        uri: str,
+        content: str | None,
+        edits: Sequence[Edit | tuple[str, str]] | None,
+        etag: str | None,
+    ) -> WriteResult:
+        loc = self.locate(uri, Access.WRITE)
+        written: list[str] = []
+        before: list[str] = []
+
+        def transform(current: str) -> str:
+            before.append(etag_of(current.encode("utf-8")))
+            if content is not None:
+                written.append(content)
+                return content
+            text = apply_edits(current, edits or ())
+            written.append(text)
+            return text
+
+        try:
+            with self.audited("update", "notes_update", loc) as ticket:
+                with self.keeping(loc, "notes_update") as keep:
+                    new_etag, info = loc.store.update(
+                        loc.parts, transform, expect_etag=etag, keep=keep
+                    )
+                ticket.etag_before = before[-1]
+                ticket.done(etag_after=new_etag)
+        except (sx.SandboxError, NoteError) as exc:
+            raise ServiceError(explain(exc, loc.parts)) from None
+        except HistoryUnavailable as exc:
+            raise ServiceError(f"Nothing was written: {exc}.") from None
+        self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
+        return WriteResult(uri=loc.uri, path=display(loc.parts), etag=new_etag, size=info.size)
+
+    def notes_move(
+        self, uri: str, new_path: str, etag: str | None, update_links: bool = True
+    ) -> MoveResult:
+        loc = self.locate(uri, Access.WRITE)
+        dst = self.relative(loc.workspace, new_path)
+        # Where every affected link points, from the index, before anything moves (see
+        # fsnotes.notes.tools.relink); the notes holding them are rewritten after the move.
+        plan = relink.plan_move(self, loc, dst) if update_links else None
+        try:
+            with self.audited("move", "notes_move", loc) as ticket:
+                with self.keeping(loc, "notes_move") as keep:
+                    moved_etag, _info = loc.store.move(
+                        loc.parts, dst.parts, expect_etag=etag, keep=keep
+                    )
+                ticket.etag_before = moved_etag
+                ticket.done(etag_after=moved_etag, path_after=display(dst.parts))
+        except (sx.SandboxError, NoteError) as exc:
+            raise ServiceError(explain(exc, loc.parts, dst.parts)) from None
+        except HistoryUnavailable as exc:
+            raise ServiceError(f"Nothing was moved: {exc}.") from None
+        self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
+        updated, skipped = relink.apply_move(self, loc, dst, plan) if plan else ([], [])
+        return MoveResult(
+            uri=dst.uri,
+            path=display(dst.parts),
+            previousUri=loc.uri,
+            etag=next((u.etag for u in updated if u.uri == dst.uri), moved_etag),
+            linksUpdated=updated,
+            linksNotUpdated=skipped,
+        )
+
+    # --- helpers -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def audited(
+        self,
+        action: str,
+        tool: str,
+        loc: Located,
+        *,
+        etag_before: str | None = None,
+        confirmed_by: str | None = None,
+    ) -> Iterator[Ticket]:
+        """The audit log around one mutation of ``loc`` (see :mod:`fsnotes.state.audit`):
+        when its intent cannot be recorded, ServiceError and the block does not run."""
+        entry = Entry(
+            principal=self.principal,
+            action=action,
+            tool=tool,
+            workspace=loc.workspace.name,
+            path=display(loc.parts),
+            etag_before=etag_before,
+            confirmed_by=confirmed_by,
+        )
+        try:
+            ticket = self.audit.begin(entry)
+        except AuditUnavailable as exc:
+            raise ServiceError(f"Nothing was changed: {exc}.") from None
+        try:
+            yield ticket
+        except BaseException as exc:
+            self.audit.finish(ticket, exc)
+            raise
+        self.audit.finish(ticket)
+
+    def keeping(self, loc: Located, tool: str) -> contextlib.AbstractContextManager[Keep]:
+        """One change of the note at ``loc`` by this request's principal with ``tool``: what
+        it replaces is kept first (see :meth:`History.keeping`; HistoryUnavailable)."""
+        return self.history.keeping(
+            loc.workspace.uri,
+            loc.parts,
+            principal=self.principal,
+            tool=tool,
+            current=lambda: current_etag(loc.store, loc.parts),
+        )
+
+    def workspace_catalog(self, workspace_uri: str | None) -> Catalog:
+        """The catalog of the workspace a read call names (authorized for reading)."""
+        ws = self.workspace(workspace_uri, Access.READ)
+        return self.catalog(self.relative(ws, "", allow_empty=True), fresh=True)
+
+    def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
+        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh)."""
+        with _unavailable():
+            if fresh:
+                return self.catalogs.fresh(loc.workspace, loc.store)
+            return self.catalogs.of(loc.workspace, loc.store)
+
+    def after_write(self, loc: Located, update: Callable[[Catalog], None]) -> None:
+        """Tell the catalog about a write that already happened. Never raises: the file is
+        the truth, and the next lookup or rescan re-checks what the index missed."""
+        try:
+            update(self.catalog(loc))
+        except ServiceError as exc:
+            log.warning("index not updated after a write to %s: %s", display(loc.parts), exc)
+
+    def check_folder(self, loc: Located) -> None:
+        """A folder filter must be a folder that may hold notes (not hidden)."""
+        try:
+            loc.store.check_folder(loc.parts)
+        except NoteError as exc:
+            raise ServiceError(str(exc)) from None
+
+    def read_located(self, loc: Located) -> Note:
+        try:
+            return loc.store.read(loc.parts)
+        except (sx.SandboxError, NoteError) as exc:
+            raise ServiceError(explain(exc, loc.parts)) from None
+
+    @staticmethod
+    def try_read(store: NoteStore, parts: Components) -> Note | None:
+        """Read a note the catalog named; skip (and log) one that vanished or is unreadable."""
+        try:
+            return store.read(parts)
+        except (sx.SandboxError, NoteError) as exc:
+            log.info("skipping %s: %s", display(parts), type(exc).__name__)
+            return None
+
+
+@contextlib.contextmanager
+def _unavailable() -> Iterator[None]:
+    try:
+        yield
+    except CatalogUnavailable as exc:
+        raise ServiceError(str(exc)) from None
+    except IndexProblem:
+        raise ServiceError(
+            "The search index cannot be opened right now; try again in a moment."
+        ) from None
+    except OSError as exc:
+        log.warning("cannot open the search index: %s", exc)
+        raise ServiceError(
+            "The search index cannot be opened (the state directory is not usable); "
+            "ask the person running fsnotes to check its log."
+        ) from None
+
+
+def index_info(status: IndexStatus) -> IndexInfo:
+    """What a result says about the index it was answered from."""
+    message = None
+    if not status.complete:
+        progress = (
+            f"{status.done:,} of {status.total:,} notes indexed"
+            if status.total
+            else "listing the workspace's folders"
+        )
+        message = (
+            f"The workspace is still being indexed ({progress}); these results cover only "
+            "the notes indexed so far. Ask again shortly for complete results."
+        )
+    elif status.skipped_folders:
+        message = (
+            f"{status.skipped_folders} folder(s) were not indexed: nested deeper than "
+            f"{lexical.MAX_DEPTH} levels or holding too many entries."
+        )
+    return IndexInfo(
+        complete=status.complete,
+        indexedNotes=status.notes,
+        skippedFolders=status.skipped_folders,
+        message=message,
+    )
+
+
+def _summary(ws: Workspace, row: Row) -> NoteSummary:
+    return NoteSummary(
+        uri=lexical.to_file_uri(ws.components + row.parts),
+        path=display(row.parts),
+        title=row.title,
+        size=row.size,
+        modified=iso_time(row.mtime_ns),
+        tags=list(row.tags),
+    )
+
+
+def _root_hints(grants: Grants, principal: str, roots: Sequence[Any]) -> tuple[Components, ...]:
+    """The roots inside the principal's granted workspaces, as components (the rest, and
+    anything that is not a valid file:// URI, are ignored: roots are hints)."""
+    granted = [ws for ws, _ in grants.granted(principal)]
+    hints: list[Components] = []
+    for root in roots:
+        uri = root.get("uri") if isinstance(root, Mapping) else None
+        try:
+            components = lexical.parse_file_uri(uri) if isinstance(uri, str) else None
+        except sx.SandboxError:
+            components = None
+        if components is None or not any(_inside(ws.components, components) for ws in granted):
+            log.debug("ignoring client root outside the granted workspaces: %r", uri)
+            continue
+        hints.append(components)
+    return tuple(hints)
+
+
+def _inside(base: Components, target: Components) -> bool:
+    return target[: len(base)] == base
+
+
+def encode_cursor(after: Components) -> str:
+    raw = json.dumps({"v": 1, "after": list(after)}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Components:
+    """The position a cursor encodes; ServiceError for anything this server did not issue."""
+    bad = ServiceError("That cursor is not one this server issued; list again without it.")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = json.loads(raw)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise bad from None
+    after = value.get("after") if isinstance(value, dict) else None
+    if value.get("v") != 1 or not isinstance(after, list) or not after:
+        raise bad
+    if not all(isinstance(p, str) for p in after):
+        raise bad
+    try:
+        return tuple(lexical.check_name(p) for p in after)
+    except sx.SandboxError:
+        raise bad from None

@@ -1,0 +1,117 @@
+"""The shared stores: what must outlive a request, or be seen by every instance.
+
+The replay store (a confirmation is used once), the audit log, the history store (what
+changes replaced), and the backends behind one ``database`` seam: the state directory's
+SQLite files (``sqlite``; the folder, its files and locks in ``statedir``) or PostgreSQL
+(``postgres``) for several instances, chosen by ``shared``. Nothing here decides who may do
+what (that is ``fsnotes.security``); this package imports nothing of fsnotes above it.
+
+``__all__`` is what other packages use (``statedir`` and ``history_store`` as whole
+modules). Each is imported on first use, so importing one module does not import the others
+(the PostgreSQL driver above all, an optional extra).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fsnotes._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from fsnotes.state import history_store, statedir
+    from fsnotes.state.audit import (
+        PENDING,
+        Auditor,
+        AuditUnavailable,
+        Entry,
+        Record,
+        Ticket,
+        default_instance,
+        open_audit,
+    )
+    from fsnotes.state.database import SQL, Database
+    from fsnotes.state.history_store import (
+        DEFAULT_MAX_AGE_S,
+        DEFAULT_MAX_BYTES,
+        HistorySettings,
+        HistoryStore,
+        HistoryUnavailable,
+        Version,
+    )
+    from fsnotes.state.replay import (
+        AlreadyUsed,
+        ClaimNotRecorded,
+        ReplayStore,
+        SQLReplayStore,
+        StoreBusy,
+        StoreFull,
+        open_replay,
+    )
+    from fsnotes.state.shared import SharedState, StateUnavailable
+    from fsnotes.state.sqlite import LocalDB
+
+__all__ = [
+    "DEFAULT_MAX_AGE_S",
+    "DEFAULT_MAX_BYTES",
+    "PENDING",
+    "SQL",
+    "AlreadyUsed",
+    "AuditUnavailable",
+    "Auditor",
+    "ClaimNotRecorded",
+    "Database",
+    "Entry",
+    "HistorySettings",
+    "HistoryStore",
+    "HistoryUnavailable",
+    "LocalDB",
+    "Record",
+    "ReplayStore",
+    "SQLReplayStore",
+    "SharedState",
+    "StateUnavailable",
+    "StoreBusy",
+    "StoreFull",
+    "Ticket",
+    "Version",
+    "default_instance",
+    "history_store",
+    "open_audit",
+    "open_replay",
+    "statedir",
+]
+
+# The module of this package that defines each public name (a module named for itself
+# is that module).
+_HOME = {
+    "AlreadyUsed": "replay",
+    "AuditUnavailable": "audit",
+    "Auditor": "audit",
+    "ClaimNotRecorded": "replay",
+    "DEFAULT_MAX_AGE_S": "history_store",
+    "DEFAULT_MAX_BYTES": "history_store",
+    "Database": "database",
+    "Entry": "audit",
+    "HistorySettings": "history_store",
+    "HistoryStore": "history_store",
+    "HistoryUnavailable": "history_store",
+    "LocalDB": "sqlite",
+    "PENDING": "audit",
+    "Record": "audit",
+    "ReplayStore": "replay",
+    "SQL": "database",
+    "SQLReplayStore": "replay",
+    "SharedState": "shared",
+    "StateUnavailable": "shared",
+    "StoreBusy": "replay",
+    "StoreFull": "replay",
+    "Ticket": "audit",
+    "Version": "history_store",
+    "default_instance": "audit",
+    "history_store": "history_store",
+    "open_audit": "audit",
+    "open_replay": "replay",
+    "statedir": "statedir",
+}
+
+__getattr__ = lazy_exports(__name__, _HOME)

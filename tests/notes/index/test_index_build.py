@@ -1,0 +1,208 @@
+"""A full build writes exactly what writing the same notes one at a time writes.
+
+A build takes shortcuts (whole batches per statement, FTS5 merging paused, see
+fsnotes.notes.index.noteindex); these tests build one vault twice, once as a build and once note by
+note (batches of one, the path every single write of the server takes), and compare every
+row of every table, the full-text index term by term, and search answers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import fsnotes.notes.index.noteindex as indexmod
+import fsnotes.notes.index.scan as scan
+from fsnotes.app.config import load
+from fsnotes.app.server import Server, build
+from fsnotes.notes.index.catalog import Catalog
+
+# Every kind of thing a note gives the index: frontmatter (lists, quoted values, escapes),
+# titles from frontmatter, headings or the file name, inline and nested tags in any case,
+# every link kind, code that hides tags, non-ASCII text, and empty and NUL-bearing notes.
+NOTES = {
+    "inbox.md": "# Inbox\n\nBuy milk #todo #Todo #todo/Urgent\nCall [[Plumber|the plumber]]\n",
+    "plain.txt": "No heading, no tags; just words about a copper kettle.\n",
+    "empty.md": "",
+    "front.md": (
+        '---\ntitle: "Quoted \\"title\\""\ntags: [work, "home/garden"]\ndate: 2026-12-01\n'
+        "status: draft\nrank: 3\nok: yes\nlist:\n  - one\n  - two\n---\n"
+        "# Not the title\n\n## Second level\n\nBody with ![[pic.png]] and [md](other.md#x).\n"
+    ),
+    "code.md": "# Code\n\n```\n#notatag [[notalink]]\n```\nInline `#nope` but #yes.\n",
+    "unicode/café.md": "# Café Ünïcødé\n\nÉtude über Straße — naïve #Ärger 😀 [[Ziel]]\n",
+    "deep/a/b/c/note.md": "---\ntags: deep, deeper\n---\nSee [[../up]] and [up](../../x.md).\n",
+    "nul.md": "# Has a NUL\n\nbefore\x00after #nultag [[Target]]\n",
+    "nulfront.md": '---\ntitle: "a\\u0000b"\n---\nbody\n',
+    "dup.md": "# Dup\n\n[[A]] [[A]] [[a]] ![[A]] #x #X #x/y\n",
+}
+MANY = 40  # notes in one folder, so that batches of several notes are written
+
+
+def _vault(root: Path) -> None:
+    for rel, text in NOTES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+    (root / "many").mkdir()
+    for i in range(MANY):
+        (root / "many" / f"n{i:02}.md").write_text(
+            f"---\ntags: [t{i % 7}]\nwho: p{i % 3}\n---\n# Note {i}\n\nword{i} common "
+            f"#many/t{i % 5} [[n{(i + 1) % MANY:02}]]\n"
+        )
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    root.mkdir()
+    _vault(root)
+    return root
+
+
+@pytest.fixture
+def servers(vault: Path, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
+    made = []
+    for name in ("built", "one-by-one"):
+        cfg = load(workspaces=[str(vault)], state_dir=str(tmp_path / name), principal="ada", env={})
+        made.append(build(cfg))
+    yield made[0], made[1]
+    for srv in made:
+        srv.close()
+
+
+def _catalog(server: Server) -> Catalog:
+    svc = server.service.acting_for(server.config.principal)
+    ws = svc.grants.all_workspaces()[0]
+    return svc.catalogs.of(ws, svc.stores[ws.name])
+
+
+def _dump(catalog: Catalog) -> dict[str, list[tuple[object, ...]]]:
+    """Every row the index holds (but the scan's bookkeeping in ``meta``), and every
+    (term, note, column, offset) of both full-text tables."""
+    conn = sqlite3.connect(catalog.index.path)
+    try:
+        out: dict[str, list[tuple[object, ...]]] = {}
+        for table in ("notes", "tags", "links", "front", "rejects", "attachments"):
+            out[table] = sorted(conn.execute(f"SELECT * FROM {table}"), key=repr)
+        out["meta"] = sorted(conn.execute("SELECT * FROM meta WHERE key IN ('notes')"))
+        for table in ("fts", "tfts"):
+            out[table] = sorted(conn.execute(f"SELECT rowid, * FROM {table}"), key=repr)
+            conn.execute(
+                f"CREATE VIRTUAL TABLE temp.v_{table} USING fts5vocab(main, {table}, instance)"
+            )
+            out[f"{table}_terms"] = sorted(conn.execute(f"SELECT * FROM temp.v_{table}"), key=repr)
+        return out
+    finally:
+        conn.close()
+
+
+def _build_both(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Catalog, Catalog]:
+    built, single = (_catalog(s) for s in servers)
+    with monkeypatch.context() as m:
+        m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings, however small
+        m.setattr(indexmod, "NOTES_PER_STATEMENT", 7)  # batches cut into several arrays
+        report = built.rescan()
+    assert report is not None and report.indexed == len(NOTES) + MANY
+    with monkeypatch.context() as m:
+        m.setattr(scan, "BATCH", 1)  # one note per upsert: the row-by-row path
+        again = single.rescan()
+    assert again is not None and again.indexed == len(NOTES) + MANY
+    return built, single
+
+
+def test_a_build_holds_the_same_rows_and_terms_as_note_by_note_writes(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built, single = _build_both(servers, monkeypatch)
+    got, want = _dump(built), _dump(single)
+    assert got["notes"], "nothing was indexed"
+    assert any("\x00" in str(v) for row in want["fts"] for v in row), "no NUL reached the index"
+    for table in want:
+        assert got[table] == want[table], table
+
+
+def test_a_build_answers_searches_and_listings_as_note_by_note_writes(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build_both(servers, monkeypatch)
+    answers = []
+    for srv in servers:
+        svc = srv.service.acting_for(srv.config.principal)
+        seen = []
+        for query in ("common", "kettle", "café", "word1*", '"copper kettle"', "NUL", "after"):
+            found = svc.notes_search(None, query, None, None, None)
+            seen.append([h.model_dump() for h in found.results])
+        for tag in ("todo", "many", "home", "deep", "Ärger", "nultag"):
+            found = svc.notes_list(None, None, tag, None, None)
+            seen.append([n.model_dump() for n in found.notes])
+        answers.append(seen)
+    assert answers[0] == answers[1]
+    assert all(answers[0][:3]), answers[0]
+
+
+def test_a_build_batch_with_a_nul_is_written_row_by_row(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's JSON functions end a string at a NUL: such a batch takes the row path."""
+    calls: list[bool] = []
+    original = indexmod.NoteIndex._insert_many
+
+    def spy(tx: object, batch: object) -> bool:
+        done = original(tx, batch)  # type: ignore[arg-type]
+        calls.append(done)
+        return done
+
+    monkeypatch.setattr(indexmod.NoteIndex, "_insert_many", staticmethod(spy))
+    built, single = _build_both(servers, monkeypatch)
+    assert True in calls and False in calls  # the many/ batch in bulk, the top level not
+    assert _dump(built) == _dump(single)
+
+
+def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
+    conn = sqlite3.connect(catalog.index.path)
+    try:
+        return {t: dict(conn.execute(f"SELECT k, v FROM {t}_config")) for t in ("fts", "tfts")}
+    finally:
+        conn.close()
+
+
+def test_merge_settings_a_killed_build_left_are_put_back_by_the_next_scan(
+    servers: tuple[Server, Server],
+) -> None:
+    catalog = _catalog(servers[0])
+    assert catalog.rescan() is not None
+    after_scan = _merge_settings(catalog)
+    assert after_scan["fts"]["crisismerge"] == indexmod.FTS_CRISISMERGE
+    # What a build killed before its end leaves (the settings live in the file).
+    conn = sqlite3.connect(catalog.index.path)
+    try:
+        indexmod.NoteIndex._merging(conn, building=True)
+        conn.commit()
+    finally:
+        conn.close()
+    assert _merge_settings(catalog)["fts"]["hashsize"] == indexmod.BUILD_HASHSIZE
+    assert catalog.rescan() is not None  # nothing changed: not a build
+    assert _merge_settings(catalog) == after_scan
+
+
+def test_a_build_with_files_no_uri_can_name_reports_progress_up_to_its_total(
+    servers: tuple[Server, Server], vault: Path
+) -> None:
+    # Note-named files a URI cannot hold (a backslash, a control character): counted by
+    # the first pass, skipped by the second, never indexed.
+    (vault / "back\\slash.md").write_text("# not listable\n")
+    (vault / "many" / "ctl\x01.md").write_text("# not listable\n")
+    catalog = _catalog(servers[0])
+    seen: list[tuple[int, int]] = []
+    report = catalog.rescan(progress=lambda done, total: seen.append((done, total)))
+    assert report is not None and report.indexed == len(NOTES) + MANY
+    assert seen[-1] == (len(NOTES) + MANY + 2, len(NOTES) + MANY + 2)
+    assert [done for done, _total in seen] == sorted(done for done, _total in seen)
+    assert catalog.index.count() == len(NOTES) + MANY
+    assert catalog.status().complete

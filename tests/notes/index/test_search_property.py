@@ -1,0 +1,228 @@
+"""Search through the index equals a brute-force scan of the same files (hypothesis).
+
+Generated vaults of a few notes on real files, generated queries (words, phrases,
+prefixes, folder and tag filters); every answer of ``notes_search`` is compared with an
+oracle that reads the files itself and decides each note by the documented rules:
+every term must match in some text column; a word matches a token, a phrase consecutive
+tokens of one column, a prefix the start of a token; a folder holds the notes below it; a
+tag matches itself and its nested tags. Tokens come from SQLite's own FTS5 tokenizer over a
+scratch table (the oracle tests retrieval, not the tokenizer), and the ranking's first key
+is checked too: a note with every term in its title (and path) never ranks below one
+without.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fsnotes.app.config import load
+from fsnotes.app.server import build
+from fsnotes.notes.index.schema import TOKENIZER
+from fsnotes.notes.text.markdown import has_tag
+
+VOCAB = [
+    "plan",
+    "plans",
+    "planned",
+    "roof",
+    "shed",
+    "café",
+    "cafe",
+    "naïve",
+    "kettle",
+    "copper",
+    "rain",
+    "barrel",
+    "and",
+    "or",
+    "near",
+    "zinc",
+]
+FOLDERS: list[tuple[str, ...]] = [(), ("a",), ("a", "c"), ("b",)]
+TAGS = ["x", "x/y", "z"]
+TEXT_COLUMNS = ("path", "title", "body", "tags")
+
+
+@dataclass(frozen=True)
+class NoteSpec:
+    folder: tuple[str, ...]
+    title: tuple[str, ...]
+    body: tuple[str, ...]
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Term:
+    words: tuple[str, ...]
+    prefix: bool = False
+
+    def text(self) -> str:
+        if self.prefix:
+            return self.words[0] + "*"
+        if len(self.words) > 1:
+            return '"' + " ".join(self.words) + '"'
+        return self.words[0]
+
+
+notes_st = st.lists(
+    st.builds(
+        NoteSpec,
+        folder=st.sampled_from(FOLDERS),
+        title=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3).map(tuple),
+        body=st.lists(st.sampled_from(VOCAB), max_size=12).map(tuple),
+        tags=st.lists(st.sampled_from(TAGS), max_size=2, unique=True).map(tuple),
+    ),
+    min_size=1,
+    max_size=10,
+)
+word_term = st.sampled_from(VOCAB).map(lambda w: Term((w,)))
+phrase_term = st.tuples(st.sampled_from(VOCAB), st.sampled_from(VOCAB)).map(Term)
+prefix_term = st.builds(
+    lambda w, n: Term((w[: max(3, min(n, len(w)))],), prefix=True),
+    st.sampled_from([w for w in VOCAB if len(w) >= 3]),  # prefixes need 3 letters
+    st.integers(min_value=3, max_value=5),
+)
+query_st = st.tuples(
+    st.lists(st.one_of(word_term, phrase_term, prefix_term), min_size=1, max_size=3),
+    st.sampled_from([None, "a", "a/c", "b"]),
+    st.sampled_from([None, "x", "x/y", "z"]),
+)
+
+
+class Tokenizer:
+    """FTS5's tokenizer (the index's configuration) over a scratch in-memory table."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(f"CREATE VIRTUAL TABLE t USING fts5(c, tokenize='{TOKENIZER}')")
+        self.db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        self.cache: dict[str, list[str]] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        if text not in self.cache:
+            self.db.execute("DELETE FROM t")
+            self.db.execute("INSERT INTO t(rowid, c) VALUES (1, ?)", (text,))
+            rows = self.db.execute("SELECT term, offset FROM v ORDER BY offset").fetchall()
+            self.cache[text] = [term for term, _offset in rows]
+        return self.cache[text]
+
+
+def fold(prefix: str) -> str:
+    """Case and diacritics folded (what is left of a prefix the tokenizer drops)."""
+    decomposed = unicodedata.normalize("NFD", prefix.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def note_text(spec: NoteSpec) -> str:
+    lines = []
+    if spec.tags:
+        lines += ["---", f"tags: [{', '.join(spec.tags)}]", "---"]
+    lines += [f"# {' '.join(spec.title)}", "", " ".join(spec.body), ""]
+    return "\n".join(lines)
+
+
+def columns_of(parts: tuple[str, ...], spec: NoteSpec, text: str) -> dict[str, str]:
+    body = text.split("---\n", 2)[-1] if spec.tags else text
+    stem = parts[-1].rsplit(".", 1)[0]
+    return {
+        "path": " / ".join((*parts[:-1], stem)),
+        "title": " ".join(spec.title),
+        "body": body,
+        "tags": " ".join(spec.tags),
+    }
+
+
+def term_matches(term: Term, tokens: list[str], tokenize: Tokenizer) -> bool:
+    if term.prefix:
+        # FTS5 runs the prefix through the tokenizer too (folded, and stemmed: 'plans*'
+        # looks for words whose stem starts with 'plan').
+        [want] = tokenize(term.words[0]) or [fold(term.words[0])]
+        return any(t.startswith(want) for t in tokens)
+    phrase = [tok for word in term.words for tok in tokenize(word)]
+    if not phrase:
+        return False
+    n = len(phrase)
+    return any(tokens[i : i + n] == phrase for i in range(len(tokens) - n + 1))
+
+
+@dataclass
+class Vault:
+    root: Path
+    notes: dict[str, tuple[tuple[str, ...], NoteSpec, str]]  # path -> (parts, spec, text)
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    # hypothesis runs many examples per test: one fresh directory each, made here.
+    base = Path(tempfile.mkdtemp(prefix="fsnotes-prop-"))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def make_vault(base: Path, specs: list[NoteSpec]) -> Vault:
+    root = base / "vault"
+    if root.exists():
+        shutil.rmtree(root)
+    notes = {}
+    for i, spec in enumerate(specs):
+        parts = (*spec.folder, f"note{i}.md")
+        path = root.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = note_text(spec)
+        path.write_text(text)
+        notes["/".join(parts)] = (parts, spec, text)
+    return Vault(root, notes)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(specs=notes_st, queries=st.lists(query_st, min_size=1, max_size=6))
+def test_search_results_equal_a_brute_force_scan(
+    scratch: Path,
+    specs: list[NoteSpec],
+    queries: list[tuple[list[Term], str | None, str | None]],
+) -> None:
+    vault = make_vault(scratch, specs)
+    state = scratch / "state"
+    shutil.rmtree(state, ignore_errors=True)
+    server = build(load(workspaces=[str(vault.root)], state_dir=str(state), principal="p", env={}))
+    tokenize = Tokenizer()
+    try:
+        for terms, folder, tag in queries:
+            query = " ".join(t.text() for t in terms)
+            expected: dict[str, int] = {}
+            for path, (parts, spec, text) in vault.notes.items():
+                if folder and not path.startswith(folder + "/"):
+                    continue
+                if tag and not has_tag(list(spec.tags), tag):
+                    continue
+                tokens = {c: tokenize(v) for c, v in columns_of(parts, spec, text).items()}
+                if all(any(term_matches(t, tokens[c], tokenize) for c in tokens) for t in terms):
+                    tier = sum(
+                        all(term_matches(t, tokens[c], tokenize) for t in terms)
+                        for c in ("title", "path")
+                    )
+                    expected[path] = tier
+            found = server.service.acting_for(server.config.principal).notes_search(
+                None, query, folder, tag, 50
+            )
+            paths = [r.path for r in found.results]
+            assert set(paths) == set(expected), (query, folder, tag)
+            assert found.total == len(expected)
+            tiers = [expected[p] for p in paths]
+            assert tiers == sorted(tiers, reverse=True), (query, paths, tiers)
+    finally:
+        server.close()
