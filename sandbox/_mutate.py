@@ -45,7 +45,8 @@ from sandbox._resolve import (
 from sandbox.errors import AlreadyExists, IdentityMismatch, SandboxError
 
 if TYPE_CHECKING:
-    from sandbox.root import Components, FileIdentity, Root
+    from sandbox.root import FileIdentity, Root
+    from sandbox.uri import Components
 
 # Hidden names for our own short-lived files, recognisable so listings can skip them and an
 # operator can tell what a leftover is (a crash between create and rename leaves one).

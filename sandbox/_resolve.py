@@ -39,7 +39,8 @@ from sandbox.errors import (
 )
 
 if TYPE_CHECKING:
-    from sandbox.root import Components, Root
+    from sandbox.root import Root
+    from sandbox.uri import Components
 
 # (st_dev, st_ino): an inode, for comparisons inside the package (root.py's FileIdentity is
 # the public form).

@@ -51,6 +51,7 @@ from sandbox._resolve import (
     walk,
 )
 from sandbox.errors import InvalidPath, NotADirectory, NotFound, StorageError
+from sandbox.uri import Components
 
 __all__ = [
     "REMOVE_GRACE_S",
@@ -69,7 +70,6 @@ __all__ = [
     "openat2_available",
 ]
 
-Components = tuple[str, ...]
 Resolver = Literal["openat2", "walk"]
 Kind = Literal["file", "dir", "symlink", "other"]
 

@@ -18,8 +18,7 @@ from fsnotes.notes.text.markdown import NoteMeta, analyse
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt")
 # The largest note we read or write. Notes are prose; 4 MiB is a few books. Larger files

@@ -28,8 +28,7 @@ from fsnotes.notes.index.catalog import MAX_VERIFY_ROUNDS, Catalog
 from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import ROW_COLUMNS, Row, row_of
 from fsnotes.notes.text import links as rules
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Outgoing links listed per note (in text order; the total is always given): a note with
 # more is an index or a generated list, and a model reads a few hundred at most.

@@ -23,8 +23,7 @@ from fsnotes.notes.store import NoteStore, display
 from fsnotes.notes.text.markdown import NoteMeta
 from fsnotes.notes.text.query import QueryError
 from fsnotes.notes.text.query import parse as parse_query
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Notes named as related in one prompt: enough to choose from, few enough to read. (The
 # links followed, and the backlinks found, are linkgraph's MAX_OUTGOING and MAX_BACKLINKS.)

@@ -34,10 +34,10 @@ from fsnotes.notes.store import MAX_NOTE_BYTES, NoteError, NoteStore
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.index")
 
-Components = tuple[str, ...]
 
 # A folder with more entries than this is skipped (and counted): one listing holds its names
 # in memory. Far above any real notes folder; keeps a hostile or mistaken mount (a maildir, a

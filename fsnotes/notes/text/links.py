@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 from urllib.parse import unquote
 
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # File types that a link names as an attachment rather than a note: Obsidian's own list of
 # embeddable formats, plus the office, archive and data files notes commonly link to. Any

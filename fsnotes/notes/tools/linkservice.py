@@ -25,9 +25,10 @@ from fsnotes.notes.tools.models_links import (
 from fsnotes.notes.tools.service import Notes, ServiceError, _unavailable, index_info
 from fsnotes.security.grants import Access
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 
-def _status(target: rules.Target, resolved: rules.Components | None) -> LinkStatus:
+def _status(target: rules.Target, resolved: Components | None) -> LinkStatus:
     if target.problem == "outside":
         return "outside"
     if target.attachment:

@@ -50,13 +50,13 @@ from fsnotes.notes.text.markdown import split_frontmatter
 from fsnotes.notes.tools.models import LinkRewrite, LinkSkip
 from sandbox import errors as sx
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 if TYPE_CHECKING:
     from fsnotes.notes.tools.service import Located, Notes
 
 log = logging.getLogger("fsnotes.notes")
 
-Components = tuple[str, ...]
 
 # Notes one move rewrites at most. Each rewrite is a whole-note atomic write (temp file,
 # fsync, rename, directory fsync) and the note parsed again for the index: measured here

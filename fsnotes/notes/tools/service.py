@@ -56,10 +56,9 @@ from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
 from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
 from sandbox import errors as sx
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.notes")
-
-Components = tuple[str, ...]
 
 
 class ServiceError(Exception):
