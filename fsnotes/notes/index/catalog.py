@@ -45,12 +45,12 @@ from fsnotes.notes.text.query import Term, to_match
 from fsnotes.state import statedir
 from sandbox import errors as sx
 from sandbox.root import FileInfo
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.index")
 
 T = TypeVar("T")
 
-Components = tuple[str, ...]
 
 # Rows re-checked against their files before a page is returned: when some changed, they are
 # re-indexed and the page is asked again, at most this many times (then stale rows are
