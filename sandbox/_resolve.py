@@ -5,8 +5,8 @@ code keeps. Two resolvers share every function here: ``openat2`` (the whole path
 call, the kernel refusing symlinks, magic links, mounts and leaving the root) and the walk
 (one ``O_NOFOLLOW`` open per component, st_dev compared with the root's at each step). Also
 here: the one place an errno becomes a typed error, the defence-in-depth check of names,
-``mkdir -p`` by descriptor, opening and reading a regular file, and listing and walking
-directories by descriptor.
+``mkdir -p`` by descriptor, opening and reading a regular file, and listing a directory by
+descriptor.
 
 The functions take the Root they work for and read its descriptor, st_dev and resolver; they
 are the Root's own code, split out of ``root.py`` for size, not an API. They deal in
@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Generator
 from typing import TYPE_CHECKING, NoReturn
 
 from sandbox import _linux
@@ -438,7 +437,7 @@ def scan(fd: int, parts: Components, limit: int | None) -> list[tuple[str, os.st
                 names.append(entry.name)
                 if limit is not None and len(names) > limit:
                     raise LimitExceeded(
-                        f"cannot walk '{rel_path(parts)}': more entries than the limit",
+                        f"cannot list '{rel_path(parts)}': more entries than the limit",
                         path=rel_path(parts),
                     )
     except OSError as exc:
@@ -454,61 +453,3 @@ def scan(fd: int, parts: Components, limit: int | None) -> list[tuple[str, os.st
             raise_typed(exc.errno, rel_path((*parts, name)), "list")
         out.append((name, st))
     return out
-
-
-def walk(
-    root: Root, parts: Components, max_entries: int, max_depth: int
-) -> Generator[tuple[Components, os.stat_result]]:
-    """Root.walk's traversal (see there), from directory descriptors only: at most
-    ``max_depth + 1`` open at once, all closed when the generator ends or is closed."""
-    # Each frame: an open directory, its path, and its entries still to visit, reversed
-    # so that pop() takes the next name in sorted order.
-    stack: list[tuple[int, Components, list[tuple[str, os.stat_result]]]] = []
-    try:
-        top = open_dir(root, parts, O_DIR_READ, "walk")
-        count = 0
-        try:
-            stack.append((top, (), scan(top, parts, max_entries)[::-1]))
-        except BaseException:
-            os.close(top)
-            raise
-        while stack:
-            fd, prefix, entries = stack[-1]
-            if not entries:
-                os.close(fd)
-                stack.pop()
-                continue
-            name, st = entries.pop()
-            path = (*prefix, name)
-            if len(path) > max_depth:
-                raise LimitExceeded(
-                    f"cannot walk '{rel_path(parts)}': deeper than {max_depth} levels",
-                    path=rel_path(parts),
-                )
-            count += 1
-            if count > max_entries:
-                raise LimitExceeded(
-                    f"cannot walk '{rel_path(parts)}': more than {max_entries} entries",
-                    path=rel_path(parts),
-                )
-            yield path, st
-            if not stat.S_ISDIR(st.st_mode):
-                continue
-            child = _open_walk_child(root, fd, name, (*parts, *path))
-            if child is None:
-                continue
-            try:
-                stack.append((child, path, scan(child, (*parts, *path), max_entries - count)[::-1]))
-            except BaseException:
-                os.close(child)
-                raise
-    finally:
-        for fd, _prefix, _entries in stack:
-            os.close(fd)
-
-
-def _open_walk_child(root: Root, dirfd: int, name: str, parts: Components) -> int | None:
-    try:
-        return open_child(root, dirfd, name, O_DIR_READ, parts, "walk")
-    except (Escape, NotFound, NotADirectory):
-        return None  # a mount point, or changed since it was listed: not entered

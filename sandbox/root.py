@@ -22,7 +22,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,7 +48,6 @@ from sandbox._resolve import (
     release,
     scan,
     unmake_dirs,
-    walk,
 )
 from sandbox.errors import InvalidPath, NotADirectory, NotFound, StorageError
 from sandbox.uri import Components
@@ -141,7 +140,7 @@ class ReadResult:
 
 _KINDS: dict[int, Kind] = {stat.S_IFREG: "file", stat.S_IFDIR: "dir", stat.S_IFLNK: "symlink"}
 
-# _info runs once per read, listed entry and walked entry. A frozen dataclass __init__ sets
+# _info runs once per read, stat and listed entry. A frozen dataclass __init__ sets
 # each slot through object.__setattr__; setting the slots through their descriptors builds
 # the same objects (tests compare them) in about half the time.
 _new = object.__new__
@@ -512,36 +511,6 @@ class Root:
             finally:
                 os.close(fd)
         finally:
-            self._leave()
-
-    def walk(
-        self, parts: Components = (), *, max_entries: int, max_depth: int
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        """Depth-first, names sorted: every entry below the directory ``parts``, with paths
-        relative to it. Directories are yielded before their content; symlinks are yielded
-        with ``kind="symlink"`` and never entered; mount points and directories that changed
-        under the walk (swapped for a link, removed) are yielded but not entered.
-
-        Raises :class:`LimitExceeded` as soon as more than ``max_entries`` entries would be
-        yielded or an entry lies deeper than ``max_depth`` components. Built from directory
-        descriptors only (at most ``max_depth + 1`` open at once); close or exhaust the
-        iterator to release them.
-        """
-        parts = check_parts(parts)
-        if max_entries < 0 or max_depth < 0:
-            raise ValueError("max_entries and max_depth must be >= 0")
-        return self._walk(parts, max_entries, max_depth)
-
-    def _walk(
-        self, parts: Components, max_entries: int, max_depth: int
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        self._enter()
-        entries = walk(self, parts, max_entries, max_depth)
-        try:
-            for path, st in entries:
-                yield path, _info(st)
-        finally:
-            entries.close()  # its descriptors first, then the Root may close
             self._leave()
 
     # --- writing --------------------------------------------------------------------------

@@ -157,7 +157,7 @@ class Catalogs:
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         # True while run() keeps the indexes fresh in the background. Without it (the
-        # server used as a library, `fsnotes index`), every query first brings the index up
+        # server used as a library, as the tests do), every query first brings the index up
         # to date with an incremental rescan, so answers are as fresh as a walk.
         self.background = False
 
@@ -355,11 +355,6 @@ class Catalogs:
                 entry.failures, entry.retry_at = 0, 0.0
             if report is not None or not catalog.needs_scan:
                 entry.last_scan = now
-
-    def rescan_all(self) -> None:
-        """Synchronous full rescans of every workspace (``fsnotes index``, tests)."""
-        for catalog in self.current():
-            catalog.rescan()
 
 
 def _ignore(_value: object) -> None:

@@ -25,7 +25,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fsnotes.notes.index.attachments import SUFFIXES, is_attachment, media_type
 from fsnotes.notes.index.noteindex import NewNotes, NoteIndex
@@ -62,7 +62,6 @@ class ScanReport:
     rejected: int = 0  # note-named files that are not notes (not UTF-8, too large, ...)
     skipped_folders: int = 0  # too deep or too many entries: not indexed
     cancelled: bool = False
-    changed_folders: list[Components] = field(default_factory=list)
 
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -126,7 +125,6 @@ class Scanner:
         gone = [f for f in known if f not in seen_folders]
         if gone:
             report.removed += self.index.delete_folders(gone)
-        report.changed_folders = pending
         return report
 
     def _folders(
