@@ -120,7 +120,6 @@ class _Local:
     scanning: bool = False
     done: int = 0
     total: int = 0
-    last_report: ScanReport | None = None
     needs_scan: bool = True
     finished: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -507,7 +506,6 @@ class Catalog:
                     "last_scan": str(int(time.time())),
                 }
             )
-            local.last_report = report
             local.finished = time.monotonic()
             if report.indexed or report.removed:
                 log.info(
