@@ -575,8 +575,10 @@ def decode_cursor(cursor: str) -> Components:
         value = cursor_codec.decode(cursor)
     except ValueError:
         raise bad from None
-    after = value.get("after") if isinstance(value, dict) else None
-    if value.get("v") != 1 or not isinstance(after, list) or not after:
+    if not isinstance(value, dict) or value.get("v") != 1:
+        raise bad
+    after = value.get("after")
+    if not isinstance(after, list) or not after:
         raise bad
     if not all(isinstance(p, str) for p in after):
         raise bad
