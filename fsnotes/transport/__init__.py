@@ -21,16 +21,19 @@ if TYPE_CHECKING:
         SettingsError,
         parse_listen,
     )
+    from fsnotes.transport.listen import ListenRefused, listen_socket
     from fsnotes.transport.stdio import run_stdio
 
 __all__ = [
     "LOOPBACK_NAMES",
     "HttpSettings",
     "HttpUnavailable",
+    "ListenRefused",
     "QuietServer",
     "SettingsError",
     "bind",
     "guarded_server",
+    "listen_socket",
     "parse_listen",
     "run_http",
     "run_stdio",
@@ -42,10 +45,12 @@ _HOME = {
     "HttpSettings": "http_settings",
     "HttpUnavailable": "http_server",
     "LOOPBACK_NAMES": "http_settings",
+    "ListenRefused": "listen",
     "QuietServer": "http_guard",
     "SettingsError": "http_settings",
     "bind": "http_server",
     "guarded_server": "http_guard",
+    "listen_socket": "listen",
     "parse_listen": "http_settings",
     "run_http": "http_server",
     "run_stdio": "stdio",
