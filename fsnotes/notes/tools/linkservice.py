@@ -25,7 +25,7 @@ from sandbox import uri as lexical
 from sandbox.uri import Components
 
 
-def _status(target: rules.Target, resolved: Components | None) -> LinkStatus:
+def _status(target: rules.LinkTarget, resolved: Components | None) -> LinkStatus:
     if target.problem == "outside":
         return "outside"
     if target.attachment:

@@ -88,7 +88,7 @@ def _leaf(parts: Components) -> str:
     return rules.stem_of(parts[-1]).casefold()
 
 
-def _intended(plan: MovePlan, target: rules.Target) -> Components | None:
+def _intended(plan: MovePlan, target: rules.LinkTarget) -> Components | None:
     """The note ``target`` named before the move, at its path after it (None: none)."""
     before = rules.resolve(target, plan.before)
     return plan.dst if before == plan.src else before
@@ -201,7 +201,7 @@ def _path_to_note(
     occ: rules.Occurrence,
     holder: Components,
     note: Components,
-    target: rules.Target,
+    target: rules.LinkTarget,
     plan: MovePlan,
     extensions: Sequence[str],
 ) -> str | None:

@@ -42,7 +42,7 @@ from fsnotes.notes.tools.models import (
     NotesReadResult,
     NotesSearchResult,
     NoteSummary,
-    SearchHit,
+    SearchHitOut,
     Snippet,
     WhereValue,
     WorkspaceOut,
@@ -301,7 +301,7 @@ class Notes:
         with _unavailable():
             found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
         results = [
-            SearchHit(
+            SearchHitOut(
                 uri=lexical.to_file_uri(ws.components + hit.row.parts),
                 path=display(hit.row.parts),
                 title=hit.row.title,
