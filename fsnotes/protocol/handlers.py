@@ -33,7 +33,7 @@ from fsnotes.protocol.registry import (
     ToolResult,
     URLElicitationRequired,
 )
-from fsnotes.protocol.schema import describe_validation_error, model_schema
+from fsnotes.protocol.tool_schema import describe_validation_error, model_schema
 from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
