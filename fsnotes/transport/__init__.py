@@ -19,7 +19,8 @@ if TYPE_CHECKING:
         LOOPBACK_NAMES,
         HttpSettings,
         SettingsError,
-        parse_listen,
+        config_tokens,
+        http_settings_from,
     )
     from fsnotes.transport.listen import ListenRefused, listen_socket
     from fsnotes.transport.stdio import run_stdio
@@ -32,9 +33,10 @@ __all__ = [
     "QuietServer",
     "SettingsError",
     "bind",
+    "config_tokens",
     "guarded_server",
+    "http_settings_from",
     "listen_socket",
-    "parse_listen",
     "run_http",
     "run_stdio",
 ]
@@ -51,7 +53,8 @@ _HOME = {
     "bind": "http_server",
     "guarded_server": "http_guard",
     "listen_socket": "listen",
-    "parse_listen": "http_settings",
+    "config_tokens": "http_settings",
+    "http_settings_from": "http_settings",
     "run_http": "http_server",
     "run_stdio": "stdio",
 }
