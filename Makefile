@@ -45,13 +45,13 @@ pytest: $(STAMP)
 # The documentation site (mkdocs.yml, docs/; MkDocs and its Material theme come with .[dev],
 # from the docs extra) into site/.
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The same build with --strict into a temporary directory, removed afterwards: a link to a
 # missing page or anchor, or a page left out of the nav, fails `make test`.
 docs-check: $(STAMP)
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$d" && echo "docs: mkdocs build --strict passed"
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$d" && echo "docs: mkdocs build --strict passed"
 
 # The whole suite: lint, types, the docs site built strictly, tests (the Docker ones skip
 # here), then the Docker image built and tested with a private daemon (loudly SKIPPED where
