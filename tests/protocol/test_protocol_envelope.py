@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsnotes.protocol.connection import (
-    META_SERVER_INFO,
-    DeliverReply,
-    Send,
-    ServerConnection,
-    StartTask,
-)
+from fsnotes.protocol import inbound
+from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.limits import MAX_BATCH_MEMBERS
+from fsnotes.protocol.wire import META_SERVER_INFO
+from fsnotes.runtime.connection import Job, ServerConnection, Write
 from tests.protocol.protocol_harness import MODERN, meta, request, sends
 from tests.servers.demo_server import build_app
 
@@ -94,10 +91,8 @@ def test_response_to_a_request_never_sent_is_ignored() -> None:
     assert (
         c.receive_message({"jsonrpc": "2.0", "id": "x", "error": {"code": 1, "message": "m"}}) == []
     )
-    assert not any(
-        isinstance(a, DeliverReply)
-        for a in c.receive_message({"jsonrpc": "2.0", "id": 5, "result": {}})
-    )
+    assert c.receive_message({"jsonrpc": "2.0", "id": 5, "result": {}}) == []
+    assert c.runner.pending == 0
 
 
 def test_request_without_meta_before_initialize_is_invalid_params() -> None:
@@ -293,7 +288,7 @@ def test_tool_descriptors_map_annotations_and_schemas() -> None:
 def test_duplicate_in_flight_id_is_rejected() -> None:
     c = initialized()
     first = c.receive_message(request(1, "tools/call", {"name": "slow"}))
-    assert isinstance(first[0], StartTask)
+    assert isinstance(first[0], Job)
     dup = one(c.receive_message(request(1, "tools/call", {"name": "slow"})))
     assert dup["error"]["code"] == -32600 and dup["id"] == 1
 
@@ -303,7 +298,7 @@ def test_too_many_requests_in_flight_get_a_busy_error() -> None:
     for i in range(2):
         assert isinstance(
             c.receive_message(request(i, "tools/call", {"_meta": meta(), "name": "slow"}))[0],
-            StartTask,
+            Job,
         )
     busy = one(c.receive_message(request(2, "tools/call", {"_meta": meta(), "name": "slow"})))
     assert (
@@ -319,7 +314,7 @@ def test_oversized_line_error_has_no_id() -> None:
 
 def test_send_actions_only_for_sync_methods() -> None:
     c = initialized()
-    assert all(isinstance(a, Send) for a in c.receive_message(request(1, "tools/list")))
+    assert all(isinstance(a, Write) for a in c.receive_message(request(1, "tools/list")))
 
 
 def test_response_without_id_is_never_answered() -> None:
@@ -405,3 +400,22 @@ def test_every_version_32022_and_discover_list_is_accepted_when_a_client_retries
     for version in supported:
         retry = one(c.receive_message(request(3, "tools/list", {"_meta": {**meta(), pv: version}})))
         assert "result" in retry, (version, retry)
+
+
+def test_the_era_tag_is_read_once_when_a_request_is_classified_and_routed_by() -> None:
+    params: dict[str, Any] = {"_meta": meta()}
+    tagged = inbound.classify(request(1, "tools/list", params))
+    assert isinstance(tagged, inbound.Request) and tagged.tag == inbound.EraTag(MODERN)
+    # The dispatcher routes by the tag read at classify, not by reading _meta again.
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1999-01-01"
+    routed = Dispatcher(build_app()).route(tagged, session=None, principal="unit")
+    assert isinstance(routed, Reply) and "tools" in routed.message["result"]
+    untagged = inbound.classify(request(2, "tools/list", {"_meta": {}}))
+    assert isinstance(untagged, inbound.Request) and untagged.tag is None
+    # A tag of JSON null is a tag (2026-07-28), and a wrong one.
+    null = inbound.classify(
+        request(3, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": None}})
+    )
+    assert isinstance(null, inbound.Request) and null.modern
+    refused = Dispatcher(build_app()).route(null, session=None, principal="unit")
+    assert isinstance(refused, Reply) and "must be a string" in refused.message["error"]["message"]
