@@ -3,9 +3,11 @@
 :class:`Dispatcher` holds only what is derived from the :class:`App` (the tool table, server
 info, capabilities, the method table). It knows no process and no transport: each request comes
 with the session it belongs to (or ``None``), the principal it acts for (the transport's to
-say), and, to run, a :class:`~fsnotes.protocol.calls.Channel` to the client that sent it. A
-stdio connection passes its one session; Streamable HTTP would pass the session named by
-``Mcp-Session-Id``, or none for a stateless 2026-07-28 request.
+say), and, to run, a :class:`~fsnotes.protocol.calls.Channel` to the client that sent it (the
+runner's, :mod:`fsnotes.runtime`). A stdio connection passes its one session; Streamable HTTP
+passes the session named by ``Mcp-Session-Id``, or none for a stateless 2026-07-28 request.
+:meth:`Dispatcher.route` never waits; :meth:`Dispatcher.respond` awaits the handler and
+nothing else (it starts no task and keeps no timer: the runner does).
 
 Era rules (mcp-protocol.md §2, §10): a request whose ``params._meta`` carries
 ``io.modelcontextprotocol/protocolVersion`` is served statelessly as 2026-07-28 ("modern"),

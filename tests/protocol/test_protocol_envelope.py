@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsnotes.protocol import inbound
-from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.limits import MAX_BATCH_MEMBERS
 from fsnotes.protocol.wire import META_SERVER_INFO
 from fsnotes.runtime.connection import Job, ServerConnection, Write
@@ -400,22 +398,3 @@ def test_every_version_32022_and_discover_list_is_accepted_when_a_client_retries
     for version in supported:
         retry = one(c.receive_message(request(3, "tools/list", {"_meta": {**meta(), pv: version}})))
         assert "result" in retry, (version, retry)
-
-
-def test_the_era_tag_is_read_once_when_a_request_is_classified_and_routed_by() -> None:
-    params: dict[str, Any] = {"_meta": meta()}
-    tagged = inbound.classify(request(1, "tools/list", params))
-    assert isinstance(tagged, inbound.Request) and tagged.tag == inbound.EraTag(MODERN)
-    # The dispatcher routes by the tag read at classify, not by reading _meta again.
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1999-01-01"
-    routed = Dispatcher(build_app()).route(tagged, session=None, principal="unit")
-    assert isinstance(routed, Reply) and "tools" in routed.message["result"]
-    untagged = inbound.classify(request(2, "tools/list", {"_meta": {}}))
-    assert isinstance(untagged, inbound.Request) and untagged.tag is None
-    # A tag of JSON null is a tag (2026-07-28), and a wrong one.
-    null = inbound.classify(
-        request(3, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": None}})
-    )
-    assert isinstance(null, inbound.Request) and null.modern
-    refused = Dispatcher(build_app()).route(null, session=None, principal="unit")
-    assert isinstance(refused, Reply) and "must be a string" in refused.message["error"]["message"]
