@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_protocol import REPO  # noqa: E402
-from bench_vault import Server, fsnotes_cmd, fsnotes_env  # noqa: E402
+from bench_protocol import REPO
+from bench_vault import Server, fsnotes_cmd, fsnotes_env
 
-from fsnotes.notes.index.schema import TOKENIZER  # noqa: E402
+from fsnotes.notes.index.schema import TOKENIZER
 
 DEFAULT_DIR = REPO.parent / "shared" / "data" / "cisi"
 RESULTS = REPO / "benchmarks" / "results"
@@ -72,8 +72,7 @@ def smart(path: Path) -> dict[int, dict[str, str]]:
         if current is not None and field:
             current[field].append(line)
     return {
-        n: {f: "\n".join(lines).strip() for f, lines in rec.items()}
-        for n, rec in records.items()
+        n: {f: "\n".join(lines).strip() for f, lines in rec.items()} for n, rec in records.items()
     }
 
 
