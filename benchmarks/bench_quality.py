@@ -152,7 +152,7 @@ class Baselines:
 
     def bm25_py(self, query: str, k: int) -> list[int]:
         n = len(self.tf)
-        scores: Counter[int] = Counter()
+        scores: dict[int, float] = {}
         for term in set(self.tokens(query)):
             df = self.df.get(term, 0)
             if not df:
@@ -162,7 +162,7 @@ class Baselines:
                 tf = counts.get(term, 0)
                 if tf:
                     norm = BM25_K1 * (1 - BM25_B + BM25_B * self.length[doc] / self.avg)
-                    scores[doc] += idf * tf * (BM25_K1 + 1) / (tf + norm)
+                    scores[doc] = scores.get(doc, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
         return [d for d, _s in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]]
 
 
