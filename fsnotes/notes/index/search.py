@@ -15,7 +15,9 @@ English words):
   term of the query is very common;
 * a note matches when it holds any of the remaining (*selecting*) terms. Matches are
   ordered by: whether they hold every selecting term, then how many of title and path hold
-  every selecting term (:mod:`fsnotes.notes.index.ranking`), then bm25 over the fields.
+  every selecting term (:mod:`fsnotes.notes.index.ranking`), then bm25 over the fields, a
+  term typed several times counting that many times (up to
+  :data:`~fsnotes.notes.text.query.MAX_TERM_REPEATS`).
 
 bm25 reads every hit of every term, so it is computed over the rarest selecting terms whose
 note counts add up to at most :data:`~fsnotes.notes.index.ranking.RANK_WINDOW` (at least
@@ -119,7 +121,7 @@ def search(
         int(r[0]): float(r[1])
         for r in index.query(
             f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (_scoped(to_match(p.ranked, op="OR"), scoped), window),
+            (_scoped(to_match(p.ranked, op="OR", weighted=True), scoped), window),
         )
     }
     # Notes holding every selecting term, and the title and path tiers: each a bounded list
