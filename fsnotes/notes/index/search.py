@@ -21,7 +21,8 @@ English words):
 
 bm25 reads every hit of every term, so it is computed over the rarest selecting terms whose
 note counts add up to at most :data:`~fsnotes.notes.index.ranking.RANK_WINDOW` (at least
-the rarest one; for that one alone, over its newest ``RANK_WINDOW`` notes): a query whose
+the rarest one; for that one alone, over its newest
+:data:`~fsnotes.notes.index.ranking.RANK_NEWEST` notes): a query whose
 terms all fit is ranked exactly, and the result says when it was not. Every expression is
 bound as a parameter, never spliced into the SQL.
 """
@@ -46,6 +47,7 @@ class Plan:
     common: list[Term]  # very common: neither select nor rank
     dropped: list[Term]  # past MAX_QUERY_TERMS
     exact: bool  # every selecting term is ranked by bm25
+    over: bool  # the one ranked term alone is in more than RANK_WINDOW notes
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
         common=common,
         dropped=dropped,
         exact=len(ranked) == len(selecting) and budget <= ranking.RANK_WINDOW,
+        over=budget > ranking.RANK_WINDOW,
     )
 
 
@@ -113,7 +116,7 @@ def search(
     folder, tag and frontmatter words, ANDed), and how many match (at most
     ``ranking.COUNT_CAP``: counting reads every match's rowid)."""
     p = plan(index, terms)
-    window = ranking.RANK_WINDOW
+    window = ranking.RANK_NEWEST if p.over else ranking.RANK_WINDOW
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
     matched = _count(index, any_match, ranking.COUNT_CAP)
     rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
