@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault clean conformance docs docs-check
+.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault bench-quality clean conformance docs docs-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
@@ -65,6 +65,11 @@ bench: $(STAMP)
 # full run, about 10 minutes: make bench-vault SIZES=1000,10000,100000
 bench-vault: $(STAMP)
 	$(PY) benchmarks/bench_vault.py $(if $(SIZES),--sizes $(SIZES))
+
+# Search quality on the CISI test collection (issue 22), beside plain BM25 in the same run;
+# the collection is read from CISI (default ../shared/data/cisi), never shipped here.
+bench-quality: $(STAMP)
+	$(PY) benchmarks/bench_quality.py $(CISI)
 
 clean:
 	rm -rf $(VENV) site tests/peers/node_modules .pytest_cache .mypy_cache .ruff_cache
