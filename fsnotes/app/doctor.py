@@ -67,6 +67,8 @@ def report(
     history: dict[str, Any] | None = None,
     http: HttpSettings | None = None,
     http_principals: list[str] | None = None,
+    served_principal: str | None = None,
+    ungranted_principals: list[str] | None = None,
 ) -> dict[str, Any]:
     """The facts about this process and machine, as plain JSON types.
 
@@ -74,7 +76,8 @@ def report(
     :func:`sandbox.jail.apply_landlock` recorded in this process). ``history``: from
     :func:`history_facts` (defaults to the environment's settings). ``http``: the HTTP
     settings ``fsnotes serve`` would use (``None``: it would serve stdio), with the principals
-    its tokens act for.
+    its tokens act for, the principal it would serve (the one ``--workspace`` grants to) and
+    the token principals to whom no workspace is granted (a WARNING each time).
     """
     facts = probe.probe()
     jail = applied if applied is not None else applied_report()
@@ -109,6 +112,13 @@ def report(
 
     setup_page = _setup_page(facts.landlock_abi)
     http_report = _http(http, http_principals, facts.landlock_abi)
+    if http is not None:
+        http_report["served_principal"] = served_principal
+        http_report["ungranted_principals"] = sorted(ungranted_principals or [])
+        if ungranted_principals and served_principal is not None:
+            from fsnotes.app.principals import ungranted_advice
+
+            warnings.append(ungranted_advice(sorted(ungranted_principals), served_principal))
     if http is not None and not http.loopback:
         warnings.append(
             f"--http binds {http.host}, not a loopback address: {http_report['exposes']}."
@@ -271,6 +281,11 @@ def _http_lines(info: dict[str, Any]) -> list[str]:
         stack = "installed" if info["available"] else "not installed (pip install 'fsnotes[http]')"
         return [f"HTTP: off; {info['exposes']}. The HTTP stack is {stack}."]
     lines = [f"HTTP: {info['exposes']}."]
+    if info.get("served_principal") is not None:
+        lines.append(
+            f"  Serves principal {info['served_principal']!r}: --workspace grants to it "
+            "(--principal, FSNOTES_PRINCIPAL, the configuration's principal, else the OS user)."
+        )
     names = ", ".join(n for n in LOOPBACK_NAMES)
     lines.append(
         f"  Host must be one of {len(info['allowed_hosts'])} values (the loopback names "

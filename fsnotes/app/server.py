@@ -29,6 +29,7 @@ import fsnotes as fsnotes_pkg
 import sandbox
 from fsnotes import __version__
 from fsnotes.app.config import Config, ConfigError
+from fsnotes.app.principals import ungranted, ungranted_advice
 from fsnotes.notes.history import History
 from fsnotes.notes.index.indexer import Catalogs
 from fsnotes.notes.store import NoteStore
@@ -38,7 +39,7 @@ from fsnotes.notes.tools.prompts import NotesPrompts
 from fsnotes.notes.tools.resources import NotesResources
 from fsnotes.notes.tools.service import NotesService
 from fsnotes.protocol.registry import App
-from fsnotes.security.grants import Access
+from fsnotes.security.grants import Access, Grants
 from fsnotes.security.seal import Keyring, Sealer
 from fsnotes.security.tokens import BearerTokens
 from fsnotes.setup import code as setup_code
@@ -432,6 +433,8 @@ def _serve_http(config: Config) -> int:
     oauth_paths, oauth_ports = _oauth_jail_needs(authenticator)
     server = build(config)
     try:
+        principals = authenticator.principals()
+        _warn_ungranted(config, principals, server.setup.grants)
         try:
             sock = bind(settings.host, settings.port)
         except HttpUnavailable as exc:
@@ -444,7 +447,7 @@ def _serve_http(config: Config) -> int:
                     "exposing %d workspace(s) over HTTP at %s to principals %s (--http-expose)",
                     len(config.workspaces),
                     settings.describe(port),
-                    ", ".join(repr(p) for p in authenticator.principals()) or "(OAuth only)",
+                    _names(principals, oauth=not isinstance(authenticator, BearerTokens)),
                 )
             try:
                 jail(server, extra_read_only=oauth_paths, extra_connect_tcp=oauth_ports)
@@ -456,8 +459,10 @@ def _serve_http(config: Config) -> int:
                 ) from None
             server.shared.start_pool()  # the database pool's threads start inside the jail
             log.info(
-                "serving %d workspace(s) over HTTP; shared state: %s",
+                "serving %d workspace(s) over HTTP at %s for principal(s) %s; shared state: %s",
                 len(config.workspaces),
+                settings.url(port),
+                _names(principals, oauth=not isinstance(authenticator, BearerTokens)),
                 server.shared.where,
             )
             try:
@@ -476,6 +481,22 @@ def _serve_http(config: Config) -> int:
     finally:
         server.close()
     return 0
+
+
+def _names(principals: Sequence[str], *, oauth: bool) -> str:
+    """The principals an HTTP server acts for, as its start-up lines name them."""
+    named = ", ".join(repr(p) for p in principals)
+    if oauth:
+        return f"{named} and the OAuth subjects" if named else "the OAuth subjects"
+    return named
+
+
+def _warn_ungranted(config: Config, principals: Sequence[str], grants: Grants) -> None:
+    """Warn when a token acts for a principal to whom nothing is granted (see
+    :mod:`fsnotes.app.principals`): its calls would all answer "no workspace"."""
+    missing = ungranted(principals, lambda p: bool(grants.granted(p)))
+    if missing:
+        log.warning("%s", ungranted_advice(missing, config.principal))
 
 
 def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
