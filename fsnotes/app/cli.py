@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -327,7 +328,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             ring = Keyring.load_or_create(state).rotated()
             ring.save(state)
         except (OSError, ValueError) as exc:
-            print(f"fsnotes: cannot rotate the sealing key in {state}: {exc}", file=sys.stderr)
+            advice = ""
+            if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES):
+                from fsnotes.app.server import ownership_advice
+
+                advice = ownership_advice(state)
+            print(
+                f"fsnotes: cannot rotate the sealing key in {state}: {exc}{advice}",
+                file=sys.stderr,
+            )
             return 2
         print(f"new active sealing key {ring.active}; {len(ring.keys)} key(s) verify")
         return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from fsnotes.app.config import Config
+from fsnotes.app.server import prepare_state_dir
 from fsnotes.security.tokens import (
     TOKENS_FILE,
     TokenFileError,
@@ -17,7 +18,6 @@ from fsnotes.security.tokens import (
     read_tokens,
     revoke_tokens,
 )
-from fsnotes.state import statedir
 
 # `token list`'s columns (padded to line up; the first line is this header).
 LIST_HEADER = ("ID", "PRINCIPAL", "CREATED", "WHERE")
@@ -30,7 +30,7 @@ def run_token(config: Config, action: str, *, principal: str | None, token_id: s
             if not principal:
                 print("fsnotes: token add needs --principal NAME", file=sys.stderr)
                 return 2
-            statedir.prepare_dir(state)
+            prepare_state_dir(config)  # a ConfigError saying who owns it, when not this user
             token, entry = add_token(state, principal)
             print(token)
             print(

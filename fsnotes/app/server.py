@@ -10,15 +10,19 @@ directory and the read-only runtime, whatever the code above it does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
+import pwd
 import shlex
 import ssl
+import stat
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -96,11 +100,46 @@ class Server:
 
 
 def prepare_state_dir(config: Config) -> None:
+    """Create (or tighten) the state directory; a ConfigError that says why not, and when
+    it belongs to another user, which uid runs, who owns it and the fix."""
     path = config.state_dir
     try:
         statedir.prepare_dir(path)
     except OSError as exc:
-        raise ConfigError(f"cannot use the state directory {path}: {exc.strerror}") from None
+        message = f"cannot use the state directory {path}: {exc.strerror}"
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            message += ownership_advice(path)
+        raise ConfigError(message) from None
+
+
+def ownership_advice(path: Path) -> str:
+    """Which uid runs, who owns ``path`` (or its nearest existing parent, when it is missing)
+    and how to make it this user's. Docker creates a missing ``-v`` source folder owned by
+    root, which a ``--user`` container then cannot use: the commonest case."""
+    uid, gid = os.getuid(), os.getgid()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        st = existing.stat()
+    except OSError:
+        return f" (fsnotes runs as uid {uid})"
+    where = str(path) if existing == path else f"its nearest existing parent {existing}"
+    return (
+        f". fsnotes runs as uid {uid} (gid {gid}), and {where} is owned by "
+        f"{_owner(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}. The state directory "
+        "must belong to the user fsnotes runs as: create it as that user before the first "
+        "start (for Docker, `mkdir -p` the host folder before `docker run -v` mounts it: "
+        "Docker creates a missing one owned by root), or give it to that user on the host: "
+        f"sudo chown -R {uid}:{gid} HOST_FOLDER"
+    )
+
+
+def _owner(uid: int) -> str:
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def build(config: Config, *, clock: Any = time.time) -> Server:
@@ -353,6 +392,10 @@ def jail(
         log.info("Landlock ABI %s applied", report.abi)
     for gap in report.not_applied:
         log.warning("Landlock: %s", gap)
+    for gap in report.not_yet:
+        # Only a kernel not released yet closes these: nothing to act on, so not a warning
+        # at every start; `fsnotes doctor` states them.
+        log.debug("Landlock: %s", gap)
     return report
 
 
