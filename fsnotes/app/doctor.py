@@ -14,7 +14,7 @@ from typing import Any
 from fsnotes.notes.index.indexer import environment as index_environment
 from fsnotes.transport.http_settings import LOOPBACK_NAMES, HttpSettings
 from sandbox import probe
-from sandbox.jail import JailReport, applied_report
+from sandbox.jail import JailReport, abi_gaps, applied_report
 
 __all__ = ["format_text", "history_facts", "report"]
 
@@ -110,6 +110,7 @@ def report(
             f"{facts.openat2_detail}: equally safe, a little slower per file operation."
         )
 
+    gaps = abi_gaps(facts.landlock_abi) if facts.landlock_abi is not None else ([], [])
     setup_page = _setup_page(facts.landlock_abi)
     http_report = _http(http, http_principals, facts.landlock_abi)
     if http is not None:
@@ -156,6 +157,9 @@ def report(
                 "detected_in_process": facts.landlocked,
                 "detected_detail": facts.landlocked_detail,
                 "applied": dataclasses.asdict(jail) if jail is not None else None,
+                # What this kernel's ABI leaves unrestricted, as `fsnotes serve` would report.
+                "gaps": gaps[0],
+                "gaps_not_yet": gaps[1],
             },
             "container": {"kind": facts.container, "detail": facts.container_detail},
             "namespaces": {
@@ -376,6 +380,8 @@ def format_text(report: dict[str, Any]) -> str:
             lines.append(f"  Scoped to this process: {', '.join(applied['scoped'])}.")
         for gap in applied["not_applied"]:
             lines.append(f"  Not restricted: {gap}.")
+        for gap in applied.get("not_yet", []):
+            lines.append(f"  Left to a kernel not released yet (nothing to do here): {gap}.")
     elif state == "inherited":
         lines.append(f"Landlock (layer 3): this process is restricted ({ll['detected_detail']}).")
     elif state == "available":
@@ -383,6 +389,10 @@ def format_text(report: dict[str, Any]) -> str:
             f"Landlock (layer 3): available ({ll['detail']}), not applied in this process; "
             "`fsnotes serve` applies it at start-up unless --no-landlock is given."
         )
+        for gap in ll["gaps"]:
+            lines.append(f"  Would not restrict: {gap}.")
+        for gap in ll["gaps_not_yet"]:
+            lines.append(f"  Left to a kernel not released yet (nothing to do here): {gap}.")
     else:
         lines.append(f"Landlock (layer 3): unavailable: {ll['detail']}.")
 
