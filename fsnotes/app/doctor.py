@@ -184,6 +184,9 @@ def report(
     }
 
 
+# starlette and uvicorn are dependencies of fsnotes: missing means a broken or --no-deps install.
+_REINSTALL = "pip install --force-reinstall fsnotes (starlette and uvicorn are its dependencies)"
+
 # Landlock handles TCP bind/connect from ABI 4 (Linux 6.7): only then can the jail limit the
 # setup page to its one port.
 _LANDLOCK_NET_ABI = 4
@@ -207,7 +210,7 @@ def _setup_page(abi: int | None) -> dict[str, Any]:
         "detail": (
             "the setup page can run (enable it with --setup-allow)"
             if installed
-            else "the setup page's HTTP stack is not installed: pip install 'fsnotes[setup]'"
+            else "the setup page's HTTP stack is not installed: " + _REINSTALL
         ),
     }
 
@@ -282,7 +285,7 @@ def _stack_versions() -> dict[str, str | None]:
 
 def _http_lines(info: dict[str, Any]) -> list[str]:
     if not info["enabled"]:
-        stack = "installed" if info["available"] else "not installed (pip install 'fsnotes[http]')"
+        stack = "installed" if info["available"] else f"not installed ({_REINSTALL})"
         return [f"HTTP: off; {info['exposes']}. The HTTP stack is {stack}."]
     lines = [f"HTTP: {info['exposes']}."]
     if info.get("served_principal") is not None:
@@ -309,7 +312,7 @@ def _http_lines(info: dict[str, Any]) -> list[str]:
         else "  This kernel's Landlock cannot limit TCP ports (needs ABI 4, Linux 6.7)."
     )
     if not info["available"]:
-        lines.append("  The HTTP stack is not installed: pip install 'fsnotes[http]'.")
+        lines.append(f"  The HTTP stack is not installed: {_REINSTALL}.")
     return lines
 
 

@@ -464,7 +464,8 @@ def _serve_http(config: Config) -> int:
         from fsnotes.transport.http_server import HttpUnavailable, bind, run_http
     except ImportError as exc:
         raise ConfigError(
-            f"--http needs the HTTP stack ({exc.name} is missing): pip install 'fsnotes[http]'"
+            f"--http needs the HTTP stack ({exc.name} is missing): starlette and uvicorn are "
+            "dependencies of fsnotes; reinstall it (pip install --force-reinstall fsnotes)"
         ) from None
     settings = config.http
     assert settings is not None
