@@ -265,7 +265,7 @@ cmd_clean() {
     stop_daemon
     if [[ -d "$D/exec" || -d "$D/data" ]]; then
         # Mounts a killed daemon left behind (none after a clean stop).
-        grep -o " $D/[^ ]*" /proc/self/mounts 2>/dev/null | sort -r |
+        { grep -o " $D/[^ ]*" /proc/self/mounts 2>/dev/null || true; } | sort -r |
             while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done
     fi
     if [[ -d "$CI_DIR" ]]; then
