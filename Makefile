@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test check lint typecheck pytest peers sysdeps bench bench-vault clean conformance \
-	image image-offline
+	docs docs-check image image-offline
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
@@ -46,9 +46,20 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(PY) -m pytest -m "not docker"
 
-# The whole suite: lint, types, tests, then the Docker image built and tested with a private
-# daemon (loudly SKIPPED where Docker cannot run at all).
-test: $(STAMP) peers sysdeps lint typecheck pytest docker-test
+# The documentation site (mkdocs.yml, docs/; MkDocs and its Material theme come with .[dev],
+# from the docs extra) into site/.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The same build with --strict into a temporary directory, removed afterwards: a link to a
+# missing page or anchor, or a page left out of the nav, fails `make test`.
+docs-check: $(STAMP)
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$d" && echo "docs: mkdocs build --strict passed"
+
+# The whole suite: lint, types, the docs site built strictly, tests, then the Docker image
+# built and tested with a private daemon (loudly SKIPPED where Docker cannot run at all).
+test: $(STAMP) peers sysdeps lint typecheck docs-check pytest docker-test
 
 # The fast inner loop: lint, types, and the tests that need no service beyond the Python dev
 # install (no PostgreSQL, HAProxy, node peers, Docker or chromium: the `service` and `docker`
@@ -80,8 +91,8 @@ bench-vault: $(STAMP)
 # images, the debootstrap base, the build context and wheel cache, about 470 MB).
 clean:
 	.ci/docker.sh clean
-	rm -rf $(VENV) tests/peers/node_modules tests/peers/conformance/node_modules .pytest_cache \
-		.mypy_cache .ruff_cache
+	rm -rf $(VENV) site tests/peers/node_modules tests/peers/conformance/node_modules \
+		.pytest_cache .mypy_cache .ruff_cache
 
 # Builds the Docker image with a private dockerd and tests it (.ci/docker.sh); the daemon
 # is stopped by PID afterwards even when a step fails. Prints SKIPPED where Docker cannot run.

@@ -43,7 +43,11 @@ def _env(home: Path) -> dict[str, str]:
 def test_the_readme_http_example_serves_the_notes_to_an_os_user_of_another_name(
     tmp_path: Path,
 ) -> None:
-    token_line, serve_line, claude_line = marked_block(HTTP_EXAMPLE_MARKER).splitlines()
+    block = marked_block(HTTP_EXAMPLE_MARKER)
+    token_line, serve_line, claude_line = block.splitlines()
+    manual = DOCS / "http.md"
+    if manual.exists():  # the manual's copy of the example is the same
+        assert block in manual.read_text()
     assert "8080" in serve_line and "8080" in claude_line
     port = str(free_port())  # the printed port may be taken on a shared machine
     home = tmp_path / "home"
