@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/state fsnotes/setup fsnotes/_exports.py fsnotes/app/config.py fsnotes/app/server.py fsnotes/app/cli_grant.py fsnotes/app/cli_audit.py fsnotes/app/cli_token.py fsnotes/app/doctor.py fsnotes/app/principals.py
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/runtime fsnotes/transport fsnotes/notes fsnotes/security fsnotes/state fsnotes/setup fsnotes/_exports.py fsnotes/app/config.py fsnotes/app/server.py fsnotes/app/cli_grant.py fsnotes/app/cli_audit.py fsnotes/app/cli_token.py fsnotes/app/doctor.py fsnotes/app/principals.py
 
 # Every test but the Docker ones, which docker-test runs with its private daemon (deselected
 # here rather than skipped: they are not skipped, they run in the next step).
@@ -68,7 +68,7 @@ test: $(STAMP) peers sysdeps lint typecheck docs-check pytest docker-test
 # tests/transport, tests/setup and tests/interop (real servers driven over the wire: most of
 # the suite's time), the hypothesis property tests below (thousands of generated cases each)
 # and the kill-mid-write crash tests (each kills real writers many times).
-CHECK_TESTS := tests/protocol tests/sandbox tests/notes tests/security tests/state tests/app \
+CHECK_TESTS := tests/protocol tests/runtime tests/sandbox tests/notes tests/security tests/state tests/app \
 	tests/jail tests/test_package_exports.py
 CHECK_SKIP := $(addprefix --ignore=tests/,sandbox/test_uri_properties.py \
 	sandbox/test_root_crash.py notes/index/test_related_property.py \
