@@ -30,9 +30,11 @@ if TYPE_CHECKING:
         runtime_read_only_paths,
     )
     from sandbox.root import DirEntry, FileIdentity, FileInfo, ReadResult, Root, is_leftover_name
+    from sandbox.uri import Components
     from sandbox.watch import DirectoryWatcher, WatchEvent, WatchUnavailable, max_user_watches
 
 __all__ = [
+    "Components",
     "DirEntry",
     "DirectoryWatcher",
     "FileIdentity",
@@ -59,6 +61,7 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
+    "Components": "uri",
     "DirEntry": "root",
     "DirectoryWatcher": "watch",
     "FileIdentity": "root",

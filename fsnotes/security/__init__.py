@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from fsnotes.security.oauth import Chained, OAuthTokens
     from fsnotes.security.oauth_settings import (
         RESOLVER_FILES,
-        SCOPE_ACCESS,
         OAuthConfigError,
         OAuthSettings,
+        oauth_settings_from,
     )
     from fsnotes.security.seal import Keyring, Sealer
     from fsnotes.security.shown import distinguishable, has_hidden
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESOLVER_FILES",
-    "SCOPE_ACCESS",
     "TOKENS_FILE",
     "Access",
     "Authenticator",
@@ -84,6 +83,7 @@ __all__ = [
     "distinguishable",
     "entry_from",
     "has_hidden",
+    "oauth_settings_from",
     "open_state",
     "read_tokens",
     "revoke_tokens",
@@ -109,7 +109,6 @@ _HOME = {
     "OAuthTokens": "oauth",
     "RESOLVER_FILES": "oauth_settings",
     "RuntimeLayer": "grants",
-    "SCOPE_ACCESS": "oauth_settings",
     "Sealer": "seal",
     "Subject": "consent",
     "TOKENS_FILE": "tokens",
@@ -122,6 +121,7 @@ _HOME = {
     "ceiling_of": "grants",
     "distinguishable": "shown",
     "entry_from": "tokens",
+    "oauth_settings_from": "oauth_settings",
     "has_hidden": "shown",
     "open_state": "consent",
     "read_tokens": "tokens",

@@ -71,14 +71,12 @@ from fsnotes.transport.http_legacy import LegacySessions
 from fsnotes.transport.http_reply import (
     CLOSE,
     RETRY_AFTER,
+    HttpReply,
     ModernPeer,
     Stalled,
     refuse,
     respond,
     until_gone,
-)
-from fsnotes.transport.http_reply import (
-    Reply as HttpReply,
 )
 from fsnotes.transport.http_sessions import (
     SESSION_SWEEP_S,

@@ -33,6 +33,7 @@ from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_reply import (
     RETRY_AFTER,
     SSE_HEADERS,
+    HttpReply,
     PostPeer,
     Stalled,
     StreamPeer,
@@ -40,9 +41,6 @@ from fsnotes.transport.http_reply import (
     respond,
     until_gone,
     write_body,
-)
-from fsnotes.transport.http_reply import (
-    Reply as HttpReply,
 )
 from fsnotes.transport.http_sessions import (
     HttpSession,

@@ -1,6 +1,6 @@
 """One HTTP response of the MCP endpoint, and the ways a request's messages reach it.
 
-:class:`Reply` is one POST's answer: a single JSON object when the answer is the first thing
+:class:`HttpReply` is one POST's answer: a single JSON object when the answer is the first thing
 to send, or an SSE stream scoped to that request when something must go before it (progress,
 log messages, and in the 2025-11-25 era our own requests to the client), as both revisions'
 transports pages allow. :class:`ModernPeer` is what a 2026-07-28 request's job writes through
@@ -103,7 +103,7 @@ async def refuse(
 
 
 async def until_gone(
-    receive: Receive, reply: Reply, work: Callable[[], Awaitable[Any]], *, cancel: bool
+    receive: Receive, reply: HttpReply, work: Callable[[], Awaitable[Any]], *, cancel: bool
 ) -> Any:
     """Run ``work`` while watching for the client to disconnect (then ``reply.gone``); with
     ``cancel``, a disconnect cancels it (and the result is ``None``)."""
@@ -125,7 +125,7 @@ async def until_gone(
     return result
 
 
-class Reply:
+class HttpReply:
     """One POST's response: JSON until a message must precede the answer, then SSE.
 
     ``gone``: the client disconnected (set by the endpoint's watcher); ``stalled``: it stopped
@@ -204,7 +204,7 @@ class ModernPeer:
     """A 2026-07-28 request's way to its client: notifications go on its own response (which
     then becomes an SSE stream), and the answer ends it with the status its error maps to."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: HttpReply) -> None:
         self._reply = reply
 
     async def send(self, message: JSONObject) -> None:
@@ -218,7 +218,7 @@ class PostPeer:
     """A legacy request's way to its client: its POST's stream while that is open, the
     session's GET stream after (a completion notice sent once the request has ended)."""
 
-    def __init__(self, session: HttpSession, reply: Reply) -> None:
+    def __init__(self, session: HttpSession, reply: HttpReply) -> None:
         self._session = session
         self._reply = reply
 

@@ -45,12 +45,12 @@ from fsnotes.notes.text.query import Term
 from fsnotes.state import statedir
 from sandbox import errors as sx
 from sandbox.root import FileInfo
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.index")
 
 T = TypeVar("T")
 
-Components = tuple[str, ...]
 
 # Rows re-checked against their files before a page is returned: when some changed, they are
 # re-indexed and the page is asked again, at most this many times (then stale rows are
@@ -123,7 +123,6 @@ class _Local:
     scanning: bool = False
     done: int = 0
     total: int = 0
-    last_report: ScanReport | None = None
     needs_scan: bool = True
     finished: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -501,7 +500,6 @@ class Catalog:
                     "last_scan": str(int(time.time())),
                 }
             )
-            local.last_report = report
             local.finished = time.monotonic()
             if report.indexed or report.removed:
                 log.info(

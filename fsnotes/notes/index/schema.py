@@ -22,8 +22,7 @@ from typing import Any
 
 from fsnotes.notes.text.markdown import NoteMeta
 from sandbox.root import FileIdentity, FileInfo
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
 SCHEMA_VERSION = 6

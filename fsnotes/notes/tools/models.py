@@ -324,7 +324,10 @@ class Snippet(BaseModel):
     text: str
 
 
-class SearchHit(BaseModel):
+class SearchHitOut(BaseModel):
+    # The wire shape of the index's SearchHit; its schema keeps the title it always had.
+    model_config = ConfigDict(title="SearchHit")
+
     uri: str
     path: str
     title: str
@@ -337,7 +340,7 @@ class SearchHit(BaseModel):
 
 
 class NotesSearchResult(BaseModel):
-    results: list[SearchHit]
+    results: list[SearchHitOut]
     total: int = Field(
         description="How many notes matched (results holds the best 'limit'), counted up to 10,000."
     )
