@@ -215,7 +215,7 @@ class NotesPrompts:
         when = f"{daily.weekday(day)} {day.isoformat()}"
         messages: list[JSONObject] = []
         existing = _existing(target)
-        may_write = (notes.grants.access(notes.principal, ws) or Access.READ) >= Access.WRITE
+        may_write = (notes.scope.access(ws) or Access.READ) >= Access.WRITE
         if existing is not None:
             messages.append(
                 _text(

@@ -2,9 +2,10 @@
 
 :class:`NotesService` holds what every request shares and knows no principal;
 :meth:`NotesService.acting_for` gives one request's view, :class:`Notes`, for the principal
-its transport named. Every public method of :class:`Notes` starts with authorization for
-that principal, then turns the caller's URI or relative path into components with layer 1
-(:mod:`sandbox.uri`), and only then touches a workspace through its
+its transport named, with that request's :class:`~fsnotes.security.grants.Scope` (the grants
+consulted once, when the request starts). Every public method of :class:`Notes` starts with
+authorization against that scope, then turns the caller's URI or relative path into
+components with layer 1 (:mod:`sandbox.uri`), and only then touches a workspace through its
 :class:`~fsnotes.notes.store.NoteStore`. Every mutation runs inside :meth:`Notes.audited`
 (the audit log's intent before it, its outcome after). Methods are synchronous (they do
 file I/O); the async tool handlers run them in a worker thread.
@@ -52,7 +53,7 @@ from fsnotes.notes.tools.models import (
     WorkspacesListResult,
     WriteResult,
 )
-from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
+from fsnotes.security.grants import Access, Grants, NotGranted, Scope, Workspace, check_level
 from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
 from sandbox import errors as sx
 from sandbox import uri as lexical
@@ -164,35 +165,52 @@ class NotesService:
     history: History = field(default_factory=History.off)  # what changes keep (history.py)
 
     def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
-        """The notes as ``principal`` may use them, for one request. ``roots``: the roots a
-        legacy session's client reported (None for a modern, stateless request): hints
-        that may pick the default workspace among the granted ones, never add one."""
-        hints = None if roots is None else _root_hints(self.grants, principal, roots)
-        return Notes(
-            self.grants, self.stores, self.catalogs, self.audit, principal, hints, self.history
-        )
+        """The notes as ``principal`` may use them, for one request (one :class:`Scope`, so
+        one consultation of the grants). ``roots``: the roots a legacy session's client
+        reported (None for a modern, stateless request): hints that may pick the default
+        workspace among the granted ones, never add one."""
+        scope = self.grants.scope(principal, roots)
+        return Notes(scope, self.stores, self.catalogs, self.audit, self.history)
 
 
 @dataclass(frozen=True)
 class Notes:
-    """One request's view of the notes: its principal, and its session's root hints."""
+    """One request's view of the notes: its :class:`Scope` (principal, granted workspaces,
+    root hints), and what it resolved so far.
 
-    grants: Grants
+    Within the request a workspace or note URI is resolved against the scope once, and a
+    workspace's catalog is made fresh for a query once (:meth:`catalog`): a tool that first
+    waits for the index and then queries it, or asks and then looks, does each step once.
+    """
+
+    scope: Scope
     stores: dict[str, NoteStore]
     catalogs: Catalogs
     audit: Auditor
-    principal: str
-    hints: tuple[Components, ...] | None = None  # None: no session, so no hints
     history: History = field(default_factory=History.off)
+    # What this request resolved: by workspace URI (None: the default), by note components,
+    # and the catalogs made fresh, by workspace name. Only successes are kept.
+    _named: dict[str | None, tuple[Workspace, Access]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _contained: dict[Components, tuple[Workspace, Access, Components]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _fresh: dict[str, Catalog] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def principal(self) -> str:
+        return self.scope.principal
 
     # --- scope ---------------------------------------------------------------------------
 
     def workspace(self, workspace_uri: str | None, needed: Access) -> Workspace:
         """The workspace a call names, or its default when it names none (where a legacy
         session's roots may choose among several granted ones)."""
-        if workspace_uri is None:
-            return self.grants.default_for(self.principal, needed, self.hints or ())
-        return self.grants.authorize_workspace_uri(self.principal, workspace_uri, needed)
+        found = self._named.get(workspace_uri)
+        if found is None:
+            found = self._named[workspace_uri] = self.scope.named(workspace_uri)
+        return check_level(*found, needed)
 
     def locate(self, uri: str, needed: Access) -> Located:
         """Authorize and contain a note URI: the granted workspace and the relative names."""
@@ -200,11 +218,14 @@ class Notes:
             components = lexical.parse_file_uri(uri)
         except sx.InvalidURI as exc:
             raise ServiceError(explain(exc)) from None
-        try:
-            ws, rel = self.grants.authorize_note_uri(self.principal, components, needed)
-        except sx.TooDeep as exc:
-            raise ServiceError(explain(exc)) from None
-        return Located(ws, self.stores[ws.name], rel)
+        found = self._contained.get(components)
+        if found is None:
+            try:
+                found = self._contained[components] = self.scope.containing(components)
+            except sx.TooDeep as exc:
+                raise ServiceError(explain(exc)) from None
+        ws, access, rel = found
+        return Located(check_level(ws, access, needed), self.stores[ws.name], rel)
 
     def relative(self, ws: Workspace, path: str, *, allow_empty: bool = False) -> Located:
         try:
@@ -215,7 +236,7 @@ class Notes:
         return Located(ws, self.stores[ws.name], parts)
 
     def readable(self) -> list[Workspace]:
-        return [ws for ws, _ in self.grants.granted(self.principal)]
+        return self.scope.workspaces()
 
     # --- tools ---------------------------------------------------------------------------
 
@@ -223,7 +244,7 @@ class Notes:
         return WorkspacesListResult(
             workspaces=[
                 WorkspaceOut(uri=ws.uri, name=ws.name, access=access.label)
-                for ws, access in self.grants.granted(self.principal)
+                for ws, access in self.scope.granted
             ]
         )
 
@@ -343,7 +364,17 @@ class Notes:
         edits: Sequence[Edit | tuple[str, str]] | None,
         etag: str | None,
     ) -> WriteResult:
-        loc = self.locate(uri, Access.WRITE)
+        return self.update_located(self.locate(uri, Access.WRITE), content, edits, etag)
+
+    def update_located(
+        self,
+        loc: Located,
+        content: str | None,
+        edits: Sequence[Edit | tuple[str, str]] | None,
+        etag: str | None,
+    ) -> WriteResult:
+        """:meth:`notes_update` of a note this request already located for writing (the
+        caller's authorization is what it rests on: a note of a move's link rewrite)."""
         written: list[str] = []
         before: list[str] = []
 
@@ -447,17 +478,23 @@ class Notes:
             current=lambda: current_etag(loc.store, loc.parts),
         )
 
-    def workspace_catalog(self, workspace_uri: str | None) -> Catalog:
-        """The catalog of the workspace a read call names (authorized for reading)."""
-        ws = self.workspace(workspace_uri, Access.READ)
+    def workspace_catalog(self, workspace_uri: str | None, needed: Access = Access.READ) -> Catalog:
+        """The catalog of the workspace a call names (authorized for ``needed``)."""
+        ws = self.workspace(workspace_uri, needed)
         return self.catalog(self.relative(ws, "", allow_empty=True), fresh=True)
 
     def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
-        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh)."""
+        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh:
+        once per request and workspace, the later queries of the request reuse it)."""
         with _unavailable():
-            if fresh:
-                return self.catalogs.fresh(loc.workspace, loc.store)
-            return self.catalogs.of(loc.workspace, loc.store)
+            if not fresh:
+                return self.catalogs.of(loc.workspace, loc.store)
+            catalog = self._fresh.get(loc.workspace.name)
+            if catalog is None:
+                catalog = self._fresh[loc.workspace.name] = self.catalogs.fresh(
+                    loc.workspace, loc.store
+                )
+            return catalog
 
     def after_write(self, loc: Located, update: Callable[[Catalog], None]) -> None:
         """Tell the catalog about a write that already happened. Never raises: the file is
@@ -543,28 +580,6 @@ def _summary(ws: Workspace, row: Row) -> NoteSummary:
         modified=iso_time(row.mtime_ns),
         tags=list(row.tags),
     )
-
-
-def _root_hints(grants: Grants, principal: str, roots: Sequence[Any]) -> tuple[Components, ...]:
-    """The roots inside the principal's granted workspaces, as components (the rest, and
-    anything that is not a valid file:// URI, are ignored: roots are hints)."""
-    granted = [ws for ws, _ in grants.granted(principal)]
-    hints: list[Components] = []
-    for root in roots:
-        uri = root.get("uri") if isinstance(root, Mapping) else None
-        try:
-            components = lexical.parse_file_uri(uri) if isinstance(uri, str) else None
-        except sx.SandboxError:
-            components = None
-        if components is None or not any(_inside(ws.components, components) for ws in granted):
-            log.debug("ignoring client root outside the granted workspaces: %r", uri)
-            continue
-        hints.append(components)
-    return tuple(hints)
-
-
-def _inside(base: Components, target: Components) -> bool:
-    return target[: len(base)] == base
 
 
 def encode_cursor(after: Components) -> str:
