@@ -27,8 +27,10 @@ if TYPE_CHECKING:
         Grants,
         NotGranted,
         RuntimeLayer,
+        Scope,
         Workspace,
         ceiling_of,
+        check_level,
     )
     from fsnotes.security.oauth import Chained, OAuthTokens
     from fsnotes.security.oauth_settings import (
@@ -72,6 +74,7 @@ __all__ = [
     "OAuthSettings",
     "OAuthTokens",
     "RuntimeLayer",
+    "Scope",
     "Sealer",
     "Subject",
     "TokenEntry",
@@ -81,6 +84,7 @@ __all__ = [
     "add_token",
     "answer_of",
     "ceiling_of",
+    "check_level",
     "distinguishable",
     "entry_from",
     "has_hidden",
@@ -110,6 +114,7 @@ _HOME = {
     "RESOLVER_FILES": "oauth_settings",
     "RuntimeLayer": "grants",
     "SCOPE_ACCESS": "oauth_settings",
+    "Scope": "grants",
     "Sealer": "seal",
     "Subject": "consent",
     "TOKENS_FILE": "tokens",
@@ -120,6 +125,7 @@ _HOME = {
     "add_token": "tokens",
     "answer_of": "consent",
     "ceiling_of": "grants",
+    "check_level": "grants",
     "distinguishable": "shown",
     "entry_from": "tokens",
     "has_hidden": "shown",

@@ -98,6 +98,9 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
     session's roots as hints (``ctx.roots``; None for a stateless request)."""
 
     def acting(ctx: RequestContext) -> Notes:
+        # One Scope per handler call: the grants consulted once, here. A legacy handler
+        # called again after a person answered a live question gets a new one on purpose:
+        # a grant revoked while they decided stops a delete.
         return service.acting_for(ctx.principal, ctx.roots)
 
     async def workspaces_list(ctx: RequestContext, a: WorkspacesListArgs) -> WorkspacesListResult:

@@ -124,7 +124,7 @@ def _decode_tag_cursor(cursor: str) -> str:
 def catalog_check(notes: Notes, uri: str, needed: Access = Access.WRITE) -> Catalog:
     """The catalog of the workspace a note URI is in (authorized for ``needed``): what a
     links query, or a move before it plans its link rewrite, waits on."""
-    return notes.catalog(notes.locate(uri, needed), fresh=True)
+    return notes.prepare(notes.locate(uri, needed))
 
 
 __all__ = ["catalog_check", "notes_links", "notes_tags"]

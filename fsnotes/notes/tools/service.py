@@ -179,8 +179,8 @@ class Notes:
     root hints), and what it resolved so far.
 
     Within the request a workspace or note URI is resolved against the scope once, and a
-    workspace's catalog is made fresh for a query once (:meth:`catalog`): a tool that first
-    waits for the index and then queries it, or asks and then looks, does each step once.
+    catalog made fresh to wait for the index (:meth:`workspace_catalog`, :meth:`prepare`) is
+    the one the tool's query then uses, without a second refresh (:meth:`catalog`).
     """
 
     scope: Scope
@@ -188,15 +188,17 @@ class Notes:
     catalogs: Catalogs
     audit: Auditor
     history: History = field(default_factory=History.off)
-    # What this request resolved: by workspace URI (None: the default), by note components,
-    # and the catalogs made fresh, by workspace name. Only successes are kept.
+    # What this request resolved: by workspace URI (None: the default), by note components
+    # (only successes), and the catalogs prepared for the next query, by workspace name.
     _named: dict[str | None, tuple[Workspace, Access]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     _contained: dict[Components, tuple[Workspace, Access, Components]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    _fresh: dict[str, Catalog] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _prepared: dict[str, Catalog] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def principal(self) -> str:
@@ -479,22 +481,29 @@ class Notes:
         )
 
     def workspace_catalog(self, workspace_uri: str | None, needed: Access = Access.READ) -> Catalog:
-        """The catalog of the workspace a call names (authorized for ``needed``)."""
+        """The catalog of the workspace a call names (authorized for ``needed``), prepared
+        for the call's query (see :meth:`prepare`)."""
         ws = self.workspace(workspace_uri, needed)
-        return self.catalog(self.relative(ws, "", allow_empty=True), fresh=True)
+        return self.prepare(self.relative(ws, "", allow_empty=True))
+
+    def prepare(self, loc: Located) -> Catalog:
+        """The fresh catalog of ``loc``'s workspace, kept for the next :meth:`catalog` query
+        of this request (a handler waits on it for the index, then its query uses it: one
+        refresh per call, not two)."""
+        catalog = self.catalog(loc, fresh=True)
+        self._prepared[loc.workspace.name] = catalog
+        return catalog
 
     def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
-        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh:
-        once per request and workspace, the later queries of the request reuse it)."""
+        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh),
+        unless :meth:`prepare` just made it fresh for this query."""
         with _unavailable():
             if not fresh:
                 return self.catalogs.of(loc.workspace, loc.store)
-            catalog = self._fresh.get(loc.workspace.name)
-            if catalog is None:
-                catalog = self._fresh[loc.workspace.name] = self.catalogs.fresh(
-                    loc.workspace, loc.store
-                )
-            return catalog
+            prepared = self._prepared.pop(loc.workspace.name, None)
+            if prepared is not None:
+                return prepared
+            return self.catalogs.fresh(loc.workspace, loc.store)
 
     def after_write(self, loc: Located, update: Callable[[Catalog], None]) -> None:
         """Tell the catalog about a write that already happened. Never raises: the file is
