@@ -18,6 +18,7 @@ from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.tools import linkservice
 from fsnotes.notes.tools.confirm import DeleteFlow
+from fsnotes.notes.tools.errors import ServiceError
 from fsnotes.notes.tools.models import (
     DeleteResult,
     MoveResult,
@@ -47,7 +48,7 @@ from fsnotes.notes.tools.models_links import (
 )
 from fsnotes.notes.tools.relink import MAX_LINK_REWRITES
 from fsnotes.notes.tools.restore import notes_history, notes_restore
-from fsnotes.notes.tools.service import Notes, NotesService, ServiceError
+from fsnotes.notes.tools.service import Notes, NotesService
 from fsnotes.protocol.registry import (
     InputRequired,
     RequestContext,

@@ -14,6 +14,7 @@ from fsnotes.notes.index import linkgraph
 from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.store import display
 from fsnotes.notes.text import links as rules
+from fsnotes.notes.tools.errors import ServiceError
 from fsnotes.notes.tools.models_links import (
     Backlink,
     LinkStatus,
@@ -22,7 +23,7 @@ from fsnotes.notes.tools.models_links import (
     OutgoingLink,
     TagOut,
 )
-from fsnotes.notes.tools.service import Notes, ServiceError, _unavailable, index_info
+from fsnotes.notes.tools.service import Notes, _unavailable, index_info
 from fsnotes.security.grants import Access
 from sandbox import uri as lexical
 

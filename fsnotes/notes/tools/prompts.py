@@ -26,8 +26,9 @@ from fsnotes.notes.index.noteindex import IndexProblem
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import daily
 from fsnotes.notes.text.daily import DailySettings
+from fsnotes.notes.tools.errors import ServiceError, explain
 from fsnotes.notes.tools.resources import mime_for
-from fsnotes.notes.tools.service import Located, Notes, NotesService, ServiceError, explain
+from fsnotes.notes.tools.service import Located, Notes, NotesService
 from fsnotes.protocol.registry import (
     InputRequired,
     InternalError,

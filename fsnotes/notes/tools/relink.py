@@ -49,6 +49,7 @@ from fsnotes.notes.index.linkgraph import candidates, linking
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import links as rules
 from fsnotes.notes.text.markdown import split_frontmatter
+from fsnotes.notes.tools.errors import ServiceError, explain
 from fsnotes.notes.tools.models import LinkRewrite, LinkSkip
 from sandbox import errors as sx
 from sandbox import uri as lexical
@@ -99,7 +100,7 @@ def _intended(plan: MovePlan, target: rules.Target) -> Components | None:
 def plan_move(notes: Notes, loc: Located, dst: Located) -> MovePlan:
     """The notes a move of ``loc`` to ``dst`` must rewrite. Raises ServiceError (nothing
     changed) when the index cannot tell yet, or when there are too many."""
-    from fsnotes.notes.tools.service import ServiceError, _unavailable
+    from fsnotes.notes.tools.service import _unavailable
 
     catalog = notes.catalog(loc, fresh=True)
     extensions = loc.store.extensions
@@ -264,7 +265,7 @@ def apply_move(
 def _rewrite_one(
     notes: Notes, loc: Located, plan: MovePlan, parts: Components
 ) -> tuple[LinkRewrite | None, list[LinkSkip]]:
-    from fsnotes.notes.tools.service import Located, ServiceError, explain
+    from fsnotes.notes.tools.service import Located
 
     uri = lexical.to_file_uri(loc.workspace.components + parts)
     try:
