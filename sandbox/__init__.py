@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from sandbox.jail import (
         JailError,
         JailReport,
+        abi_gaps,
         applied_report,
         apply_landlock,
         runtime_read_only_paths,
@@ -44,6 +45,7 @@ __all__ = [
     "TooDeep",
     "WatchEvent",
     "WatchUnavailable",
+    "abi_gaps",
     "applied_report",
     "apply_landlock",
     "errors",
@@ -69,6 +71,7 @@ _HOME = {
     "TooDeep": "errors",
     "WatchEvent": "watch",
     "WatchUnavailable": "watch",
+    "abi_gaps": "jail",
     "applied_report": "jail",
     "apply_landlock": "jail",
     "errors": "errors",

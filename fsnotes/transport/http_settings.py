@@ -117,9 +117,13 @@ class HttpSettings:
         out |= {o.rstrip("/").lower() for o in self.extra_origins}
         return frozenset(out)
 
+    def url(self, port: int) -> str:
+        """The endpoint's URL on the bound address (``port``: the one bound, when 0 was asked)."""
+        return f"http://{_host_literal(self.host)}:{port}{ENDPOINT_PATH}"
+
     def describe(self, port: int) -> str:
         """What the endpoint exposes, in one sentence (for the log and ``fsnotes doctor``)."""
-        where = f"http://{_host_literal(self.host)}:{port}{ENDPOINT_PATH}"
+        where = self.url(port)
         if self.loopback:
             reach = "this machine only (loopback)"
         elif self.wildcard:

@@ -115,6 +115,7 @@ class Hit:
     snippet: str  # with the caller's marks around matched tokens
     body: str  # the indexed body (text after the frontmatter), to place the snippet
     body_start: int
+    all_terms: bool = True  # holds every term the search selected by (see search.Plan)
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,7 @@ class Notes:
                 path=display(hit.row.parts),
                 title=hit.row.title,
                 score=hit.score,
+                allTerms=hit.all_terms,
                 snippets=(
                     [Snippet(line=hit.excerpt.line, text=hit.excerpt.text)] if hit.excerpt else []
                 ),
@@ -267,6 +268,8 @@ class Notes:
             total=found.total,
             totalExact=found.total_exact,
             rankedAll=found.ranked_all,
+            dropped=[t.typed() for t in found.dropped],
+            common=[t.typed() for t in found.common],
             scanned=found.scanned,
             index=index_info(found.status),
         )
