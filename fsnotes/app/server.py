@@ -421,6 +421,7 @@ def serve(config: Config) -> int:
             ) from None
         # The jail is up (or knowingly off): the database pool's threads may start now.
         server.shared.start_pool()
+        server.setup.start_watching()
         log.info(
             "serving %d workspace(s) for principal %r over stdio; shared state: %s",
             len(config.workspaces),
@@ -502,6 +503,7 @@ def _serve_http(config: Config) -> int:
                     "fix the cause or pass --no-landlock knowingly"
                 ) from None
             server.shared.start_pool()  # the database pool's threads start inside the jail
+            server.setup.start_watching()  # so does the grants' change feed
             log.info(
                 "serving %d workspace(s) over HTTP at %s for principal(s) %s; shared state: %s",
                 len(config.workspaces),

@@ -69,6 +69,12 @@ class SetupPart:
     parents: list[Root]
     scope: RuntimeScope
 
+    def start_watching(self) -> None:
+        """Keep the run-time grants fresh from the store's change feed (PostgreSQL), so no
+        request waits for the store: call once the jail is up (the feed is a thread)."""
+        if self.policy.enabled:
+            self.scope.start_watching()
+
     def close(self) -> None:
         """Close the run-time folders and the allowlisted parents."""
         self.scope.close()

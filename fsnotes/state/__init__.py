@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         default_instance,
         open_audit,
     )
-    from fsnotes.state.database import SQL, Database
+    from fsnotes.state.database import SQL, ChangeFeed, Database
     from fsnotes.state.history_store import (
         DEFAULT_MAX_AGE_S,
         DEFAULT_MAX_BYTES,
@@ -59,6 +59,7 @@ __all__ = [
     "AlreadyUsed",
     "AuditUnavailable",
     "Auditor",
+    "ChangeFeed",
     "ClaimNotRecorded",
     "Database",
     "Entry",
@@ -88,6 +89,7 @@ _HOME = {
     "AlreadyUsed": "replay",
     "AuditUnavailable": "audit",
     "Auditor": "audit",
+    "ChangeFeed": "database",
     "ClaimNotRecorded": "replay",
     "DB_FILES": "shared",
     "DEFAULT_MAX_AGE_S": "history_store",

@@ -51,10 +51,10 @@ _HOME = {
     "QuietServer": "http_guard",
     "SettingsError": "http_settings",
     "bind": "http_server",
-    "guarded_server": "http_guard",
-    "listen_socket": "listen",
     "config_tokens": "http_settings",
+    "guarded_server": "http_guard",
     "http_settings_from": "http_settings",
+    "listen_socket": "listen",
     "run_http": "http_server",
     "run_stdio": "stdio",
 }

@@ -18,6 +18,7 @@ from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.tools import linkservice
 from fsnotes.notes.tools.confirm import DeleteFlow
+from fsnotes.notes.tools.errors import ServiceError
 from fsnotes.notes.tools.models import (
     DeleteResult,
     MoveResult,
@@ -47,7 +48,7 @@ from fsnotes.notes.tools.models_links import (
 )
 from fsnotes.notes.tools.relink import MAX_LINK_REWRITES
 from fsnotes.notes.tools.restore import notes_history, notes_restore
-from fsnotes.notes.tools.service import Notes, NotesService, ServiceError
+from fsnotes.notes.tools.service import Notes, NotesService
 from fsnotes.protocol.registry import (
     InputRequired,
     RequestContext,
@@ -98,6 +99,9 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
     session's roots as hints (``ctx.roots``; None for a stateless request)."""
 
     def acting(ctx: RequestContext) -> Notes:
+        # One Scope per handler call: the grants consulted once, here. A legacy handler
+        # called again after a person answered a live question gets a new one on purpose:
+        # a grant revoked while they decided stops a delete.
         return service.acting_for(ctx.principal, ctx.roots)
 
     async def workspaces_list(ctx: RequestContext, a: WorkspacesListArgs) -> WorkspacesListResult:

@@ -10,6 +10,7 @@ from fsnotes.notes.index import linkgraph
 from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.store import display
 from fsnotes.notes.text import links as rules
+from fsnotes.notes.tools.errors import ServiceError
 from fsnotes.notes.tools.models_links import (
     Backlink,
     LinkStatus,
@@ -18,7 +19,7 @@ from fsnotes.notes.tools.models_links import (
     OutgoingLink,
     TagOut,
 )
-from fsnotes.notes.tools.service import Notes, ServiceError, _unavailable, index_info
+from fsnotes.notes.tools.service import Notes, _unavailable, index_info
 from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.security.grants import Access
 from sandbox import uri as lexical
@@ -121,7 +122,7 @@ def _decode_tag_cursor(cursor: str) -> str:
 def catalog_check(notes: Notes, uri: str, needed: Access = Access.WRITE) -> Catalog:
     """The catalog of the workspace a note URI is in (authorized for ``needed``): what a
     links query, or a move before it plans its link rewrite, waits on."""
-    return notes.catalog(notes.locate(uri, needed), fresh=True)
+    return notes.prepare(notes.locate(uri, needed))
 
 
 __all__ = ["catalog_check", "notes_links", "notes_tags"]

@@ -18,9 +18,11 @@ moved note's old or new stem, and the moved note's own. The notes that need a re
 counted before anything moves (more than :data:`MAX_LINK_REWRITES` refuses the move); each
 is then read, rewritten from the text it holds now, and written through the same update
 that ``notes_update`` uses (atomic, etag-checked against that read, and covered by whatever
-that update records). A note that cannot be rewritten (changed meanwhile, too large, not
-readable, a link no wikilink can write) is named in the result with the reason; the rest
-of the move stands.
+that update records), as a note of the moved note's workspace, which the move was
+authorized for: no note is authorized again (workspaces never nest: the configuration
+refuses it, and a run-time folder may not overlap another workspace). A note that cannot
+be rewritten (changed meanwhile, too large, not readable, a link no wikilink can write) is
+named in the result with the reason; the rest of the move stands.
 
 A link keeps its form: only its target changes (``[[x|alias]]``, ``[[x#heading]]``,
 embeds, Markdown titles and fragments stay), a wikilink written without an extension
@@ -47,6 +49,7 @@ from fsnotes.notes.index.linkgraph import candidates, linking
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import links as rules
 from fsnotes.notes.text.markdown import split_frontmatter
+from fsnotes.notes.tools.errors import ServiceError, explain
 from fsnotes.notes.tools.models import LinkRewrite, LinkSkip
 from fsnotes.notes.workers import borrowed_pool
 from sandbox import errors as sx
@@ -103,7 +106,7 @@ def _intended(plan: MovePlan, target: rules.LinkTarget) -> Components | None:
 def plan_move(notes: Notes, loc: Located, dst: Located) -> MovePlan:
     """The notes a move of ``loc`` to ``dst`` must rewrite. Raises ServiceError (nothing
     changed) when the index cannot tell yet, or when there are too many."""
-    from fsnotes.notes.tools.service import ServiceError, _unavailable
+    from fsnotes.notes.tools.service import _unavailable
 
     catalog = notes.catalog(loc, fresh=True)
     extensions = loc.store.extensions
@@ -279,7 +282,7 @@ def _in_pool(
 def _rewrite_one(
     notes: Notes, loc: Located, plan: MovePlan, parts: Components
 ) -> tuple[LinkRewrite | None, list[LinkSkip]]:
-    from fsnotes.notes.tools.service import ServiceError, explain
+    from fsnotes.notes.tools.service import Located
 
     uri = lexical.to_file_uri(loc.workspace.components + parts)
     try:
@@ -292,7 +295,8 @@ def _rewrite_one(
     if not result.changed:
         return None, skipped
     try:
-        written = notes.notes_update(uri, content=result.text, edits=None, etag=note.etag)
+        here = Located(loc.workspace, loc.store, parts)
+        written = notes.update_located(here, content=result.text, edits=None, etag=note.etag)
     except (ServiceError, CatalogUnavailable) as exc:
         return None, [*skipped, LinkSkip(uri=uri, path=display(parts), reason=str(exc))]
     return LinkRewrite(

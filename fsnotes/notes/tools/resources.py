@@ -22,7 +22,8 @@ from fsnotes.notes.index.catalog import CatalogUnavailable
 from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.index.schema import Row
 from fsnotes.notes.store import display, iso_time
-from fsnotes.notes.tools.service import Located, Notes, NotesService, ServiceError
+from fsnotes.notes.tools.errors import ServiceError
+from fsnotes.notes.tools.service import Located, Notes, NotesService
 from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.protocol.registry import (
     InputRequired,
