@@ -87,8 +87,11 @@ def related(catalog: Catalog, store: NoteStore, parts: Components, meta: NoteMet
     except QueryError:
         terms = []
     if terms:
+        # A plain search is any-word now; "matches its title" means every word of it, as
+        # before (the all-words tier comes first, so the first hits hold them all).
         for hit in catalog.search(terms, (), None, SEARCH_HITS + 1).hits:
-            add(hit.row, "matches its title")
+            if hit.all_terms:
+                add(hit.row, "matches its title")
 
     ordered = sorted(found.values(), key=lambda c: _rank(c.reasons))
     return Related(candidates=ordered[:MAX_RELATED], broken=broken)
