@@ -29,14 +29,14 @@ from typing import TypeVar
 from fsnotes.notes.index import ranking
 from fsnotes.notes.index import search as index_search
 from fsnotes.notes.index.attachments import AttachmentRow
-from fsnotes.notes.index.noteindex import (
+from fsnotes.notes.index.connections import (
     IndexBusy,
     IndexCorrupt,
     IndexProblem,
     IndexUnavailable,
-    NoteIndex,
     QueryRejected,
 )
+from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.scan import Progress, Scanner, ScanReport
 from fsnotes.notes.index.schema import Document, Row, key_of, scope_token, where_token
 from fsnotes.notes.store import NoteStore, stem_of

@@ -27,7 +27,8 @@ from typing import TypeVar
 import anyio
 
 from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable
-from fsnotes.notes.index.noteindex import IndexProblem, NoteIndex
+from fsnotes.notes.index.connections import IndexProblem
+from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import SCHEMA_VERSION
 from fsnotes.notes.store import NoteStore
 from fsnotes.security.grants import Workspace

@@ -14,44 +14,48 @@ mid-transaction), WAL so that readers in this and other processes see the last c
 state and never a half-written batch, and a lock file that serialises creating or replacing
 the file itself between processes (see :meth:`NoteIndex.open`).
 
-Longer than the rule of about 600 lines: opening, replacing, writing and reading the file
-share that one connection discipline (which thread may close what, when a damaged file is
-replaced), and splitting it would spread those rules over two modules.
+The connections and the meaning of SQLite's errors are
+:mod:`fsnotes.notes.index.connections`; the rows a batch of new notes makes,
+:mod:`fsnotes.notes.index.newnotes`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sqlite3
-import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fsnotes.notes.index.attachments import AttachmentRow
+from fsnotes.notes.index.connections import (
+    CACHE_KIB,
+    Connections,
+    IndexBusy,
+    IndexCorrupt,
+    Tx,
+    classify,
+    state_errors,
+)
+from fsnotes.notes.index.newnotes import (
+    BULK_INSERTS,
+    NOTE_INSERT,
+    SIDE_INSERTS,
+    NewNotes,
+    note_row,
+    side_rows,
+)
+from fsnotes.notes.index.reads import IndexReads
 from fsnotes.notes.index.schema import (
-    FTS_COLUMNS,
-    ROW_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
     Document,
-    Row,
-    front_text,
     int64,
     key_of,
-    parts_of,
-    path_text,
-    row_of,
-    scope_text,
     subtree_range,
-    uint64,
 )
-from fsnotes.notes.store import DEFAULT_EXTENSIONS, stem_of
-from fsnotes.notes.text import links as linkrules
-from fsnotes.notes.text import where as whererules
+from fsnotes.notes.store import DEFAULT_EXTENSIONS
 from fsnotes.state import statedir
 from sandbox.root import FileIdentity, FileInfo
 from sandbox.uri import Components
@@ -60,15 +64,8 @@ log = logging.getLogger("fsnotes.index")
 
 
 INDEX_DIR = "index"  # below the state directory
-# A reader or writer waits this long for another connection's write to finish (a batch of
-# the scanner commits in well under a second) before the call fails as busy.
-BUSY_TIMEOUT_MS = 10_000
 # Creating or replacing an index file waits this long for another process doing the same.
 CREATE_LOCK_TIMEOUT_S = 30.0
-# A tag on at most this many notes is listed by gathering its notes and sorting them (cheap
-# when few carry it); one on more is listed by walking every note in path order and keeping
-# the tagged ones (cheap when many do). Both cost about the same at this count.
-RARE_TAG_NOTES = 2_000
 # The page cache of the connection that writes a full scan's batches: a batch of a thousand
 # notes dirties several megabytes of pages (the FTS segments, the notes' indexes), and a
 # cache that holds them makes a build about a fifth faster. Only that one connection, only
@@ -92,54 +89,6 @@ BUILD_CRISISMERGE = 256
 # not one per megabyte of words). A batch of a thousand notes of a few KiB each holds about
 # 3 MiB of words; this bounds the memory a batch of large notes takes.
 BUILD_HASHSIZE = 8 * 1024 * 1024
-# Page cache per connection: queries touch a few hundred pages; several worker threads each
-# hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
-CACHE_KIB = 4096
-_SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-# Failures of the state directory, not of the file: rebuilding would not help (and on a full
-# disk would delete the index and fill the disk again, once a second).
-_SQLITE_ENVIRONMENT = (
-    sqlite3.SQLITE_FULL,
-    sqlite3.SQLITE_IOERR,
-    sqlite3.SQLITE_CANTOPEN,
-    sqlite3.SQLITE_READONLY,
-    sqlite3.SQLITE_PERM,
-    sqlite3.SQLITE_NOMEM,
-)
-
-
-class IndexProblem(Exception):
-    """The index cannot answer; the subclass says whether to retry, rebuild or report."""
-
-
-class IndexBusy(IndexProblem):
-    """Another connection held the index past the busy timeout; retry shortly."""
-
-
-class IndexCorrupt(IndexProblem):
-    """The index file cannot be used (damaged, not a database, wrong schema): rebuild it."""
-
-
-class IndexUnavailable(IndexBusy):
-    """The state directory cannot take the index now (full, read-only, failing): retried
-    later like a busy index, never taken for damage; the message is one sentence without
-    paths."""
-
-
-class QueryRejected(IndexProblem):
-    """FTS5 refused a query expression. Expressions are built from quoted terms only, so
-    this is a query the parser let through by mistake: never a reason to rebuild."""
-
-
-_CORRUPT_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-_UNAVAILABLE: dict[int, str] = {
-    sqlite3.SQLITE_FULL: "the disk holding the state directory is full",
-    sqlite3.SQLITE_READONLY: "the state directory is read-only",
-    sqlite3.SQLITE_PERM: "the state directory may not be written",
-    sqlite3.SQLITE_CANTOPEN: "the index file cannot be opened",
-    sqlite3.SQLITE_IOERR: "the state directory's disk reported an I/O error",
-    sqlite3.SQLITE_NOMEM: "the server ran out of memory",
-}
 
 
 def _sql_text(value: str) -> str:
@@ -148,117 +97,7 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def classify(exc: sqlite3.Error) -> IndexProblem:
-    """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
-    nothing that cannot be recomputed), unavailable (retry later and report), or a query
-    FTS5 refused. Only what SQLite itself calls damage (a corrupt file, not a database, a
-    missing table) rebuilds: any other error, not foreseen here, is retried, never a reason
-    to throw the index away."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
-    text = str(exc)
-    if primary in _SQLITE_BUSY or "locked" in text:
-        return IndexBusy(text)
-    if primary in _CORRUPT_CODES or "malformed" in text or "no such table" in text:
-        return IndexCorrupt(text)
-    if primary in _UNAVAILABLE:
-        return IndexUnavailable(_UNAVAILABLE[primary])
-    if text.startswith("fts5:") or "unterminated string" in text:
-        return QueryRejected(text)
-    return IndexUnavailable("the search index reported an unexpected error")
-
-
-class _Connections:
-    """One connection per thread to the current file; all replaced at once on rebuild.
-
-    A connection is only ever used, and closed, by the thread that opened it (or once that
-    thread has ended): closing one from another thread while it runs a statement crashes
-    the process inside SQLite. So :meth:`reset` closes the calling thread's connection and
-    those of threads that have ended, and retires the others: each live thread closes its
-    old connection the next time it asks for one.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.generation = 0
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._owners: list[tuple[threading.Thread, sqlite3.Connection]] = []
-
-    def get(self) -> sqlite3.Connection:
-        held = getattr(self._local, "held", None)
-        if held is not None:
-            generation, conn = held
-            if generation == self.generation:
-                return conn  # type: ignore[no-any-return]
-            self._local.held = None
-            self._close_own(conn)
-        # check_same_thread=False only so that reset() may close the connection of a thread
-        # that has ended; a live thread's connection is only touched by that thread.
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        _configure(conn)
-        self._local.held = (self.generation, conn)
-        with self._lock:
-            self._owners.append((threading.current_thread(), conn))
-        return conn
-
-    def _close_own(self, conn: sqlite3.Connection) -> None:
-        with self._lock:
-            self._owners = [(t, c) for t, c in self._owners if c is not conn]
-        with contextlib.suppress(sqlite3.Error):
-            conn.close()
-
-    def reset(self) -> None:
-        """Retire every connection; close the ones no live thread can be using."""
-        me = threading.current_thread()
-        with self._lock:
-            self.generation += 1
-            closable = [c for t, c in self._owners if t is me or not t.is_alive()]
-            self._owners = [(t, c) for t, c in self._owners if t is not me and t.is_alive()]
-        self._local.held = None
-        for conn in closable:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-
-
-def _configure(conn: sqlite3.Connection) -> None:
-    # The busy timeout first: every later statement (the journal-mode switch included)
-    # then waits for another process instead of failing at once.
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: consistent; a cache may lose
-    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # the last commits on power loss
-    # Statement journals and sorter spills stay in memory: on disk SQLite puts them in
-    # /var/tmp or /tmp, which the Landlock jail does not grant, and a batch of the build
-    # then fails with "unable to open database file" (the index rebuilt in a loop).
-    conn.execute("PRAGMA temp_store=MEMORY")
-
-
-class _Tx:
-    """One write transaction, and how many notes it adds (negative: removes).
-
-    The count of notes in ``meta`` is updated once, when the transaction ends, and not by
-    a trigger: a trigger makes every INSERT a statement with a savepoint, and FTS5 writes
-    its pending words to disk at every savepoint, which made building an index several
-    times slower."""
-
-    __slots__ = ("conn", "delta")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.delta = 0
-
-
-@contextlib.contextmanager
-def _state_errors() -> Iterator[None]:
-    try:
-        yield
-    except statedir.SetupLockTimeout as exc:
-        raise IndexBusy(str(exc)) from None
-    except statedir.StateFileError as exc:  # a link or a non-file where the index goes
-        raise IndexCorrupt(str(exc)) from None
-
-
-class NoteIndex:
+class NoteIndex(IndexReads):
     """The index file of one workspace. Methods raise :class:`IndexBusy` (retry) or
     :class:`IndexCorrupt` (call :meth:`recreate`); nothing else escapes from SQLite."""
 
@@ -271,7 +110,7 @@ class NoteIndex:
         # What counts as a note's extension: how a link's target is read (links.classify).
         # Part of the fingerprint, so an index never holds links read with other ones.
         self.extensions = tuple(extensions)
-        self._conns = _Connections(path)
+        self._conns = Connections(path)
         self._file_identity: tuple[int, int] | None = None
 
     # --- life cycle ------------------------------------------------------------------------
@@ -295,7 +134,7 @@ class NoteIndex:
         statedir.prepare_dir(folder)
         path = folder / f"ws-{identity.dev}-{identity.ino}.sqlite3"
         index = cls(path, fingerprint, extensions)
-        with _state_errors():
+        with state_errors():
             index._prepare()
         return index
 
@@ -375,7 +214,7 @@ class NoteIndex:
     def recreate(self) -> None:
         """After :class:`IndexCorrupt`: replace the file by an empty index, unless another
         process already did (then just use the new file)."""
-        with _state_errors(), self._create_lock():
+        with state_errors(), self._create_lock():
             self._conns.reset()
             try:
                 st = os.stat(self.path)
@@ -400,13 +239,13 @@ class NoteIndex:
             raise classify(exc) from None
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[_Tx]:
+    def _write(self) -> Iterator[Tx]:
         conn = self._conns.get()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise classify(exc) from None
-        tx = _Tx(conn)
+        tx = Tx(conn)
         try:
             yield tx
             if tx.delta:
@@ -557,7 +396,7 @@ class NoteIndex:
         return removed
 
     @staticmethod
-    def _delete_key(tx: _Tx, key: str) -> int:
+    def _delete_key(tx: Tx, key: str) -> int:
         conn = tx.conn
         conn.execute("DELETE FROM rejects WHERE key=?", (key,))
         found = conn.execute("SELECT id FROM notes WHERE key=?", (key,)).fetchone()
@@ -567,7 +406,7 @@ class NoteIndex:
         return 1
 
     @staticmethod
-    def _delete_id(tx: _Tx, note_id: int) -> None:
+    def _delete_id(tx: Tx, note_id: int) -> None:
         conn = tx.conn
         conn.execute("DELETE FROM fts WHERE rowid=?", (note_id,))
         conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
@@ -578,17 +417,17 @@ class NoteIndex:
         tx.delta -= 1
 
     @staticmethod
-    def _insert(tx: _Tx, doc: Document, extensions: Sequence[str]) -> None:
+    def _insert(tx: Tx, doc: Document, extensions: Sequence[str]) -> None:
         """One note, row by row (SQLite picks its id)."""
         conn = tx.conn
         tx.delta += 1
-        cur = conn.execute(_NOTE_INSERT, _note_row(doc))
-        rows = _side_rows(cur.lastrowid, doc, extensions)
-        for table, sql in _SIDE_INSERTS.items():
+        cur = conn.execute(NOTE_INSERT, note_row(doc))
+        rows = side_rows(cur.lastrowid, doc, extensions)
+        for table, sql in SIDE_INSERTS.items():
             conn.executemany(sql, rows[table])
 
     @staticmethod
-    def _insert_many(tx: _Tx, batch: NewNotes) -> bool:
+    def _insert_many(tx: Tx, batch: NewNotes) -> bool:
         """The notes of ``batch`` (which the index does not hold), one statement per
         table: each table's rows are bound as one JSON array and expanded by ``json_each``
         inside SQLite. The rows are those of :meth:`_insert`, and the ids the ones SQLite
@@ -606,32 +445,11 @@ class NoteIndex:
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
         for table, text in batch.payloads:
-            tx.conn.execute(_BULK_INSERTS[table], {"rows": text, "base": base})
+            tx.conn.execute(BULK_INSERTS[table], {"rows": text, "base": base})
         tx.delta += len(batch.parts)
         return True
 
     # --- reads -----------------------------------------------------------------------------
-
-    def count(self, folder: Components = ()) -> int:
-        bounds = subtree_range(folder)
-        if bounds is None:
-            # Kept in the same transactions as the rows (see _Tx): count(*) would read the
-            # whole table (milliseconds at 100k notes) on every query.
-            return int(self.query("SELECT value FROM meta WHERE key = 'notes'")[0][0])
-        return int(
-            self.query("SELECT count(*) FROM notes WHERE key >= ? AND key < ?", bounds)[0][0]
-        )
-
-    def manifest(self, folder: Components) -> dict[str, tuple[int, int, int, int]]:
-        """name -> (dev, ino, mtime_ns, size) of what was seen directly in ``folder``: the
-        indexed notes and the files rejected as notes (not UTF-8, too large, unreadable),
-        so that an unchanged rejected file is not read again on every rescan."""
-        rows = self.query(
-            "SELECT name, dev, ino, mtime_ns, size FROM notes WHERE folder=? UNION ALL "
-            "SELECT name, dev, ino, mtime_ns, size FROM rejects WHERE folder=?",
-            (key_of(folder), key_of(folder)),
-        )
-        return {r[0]: (uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows}
 
     def reject(self, items: Iterable[tuple[Components, FileInfo]]) -> None:
         """Remember files that are not notes (and drop them from the notes, if there)."""
@@ -653,121 +471,7 @@ class NoteIndex:
                     ),
                 )
 
-    def folders(self) -> set[Components]:
-        """Every folder that directly holds an indexed note, a remembered reject or an
-        attachment."""
-        rows = self.query(
-            "SELECT folder FROM notes UNION SELECT folder FROM rejects "
-            "UNION SELECT folder FROM attachments"
-        )
-        return {parts_of(r[0]) for r in rows}
-
-    def get(self, parts: Components) -> Row | None:
-        found = self.query(f"SELECT {ROW_COLUMNS} FROM notes WHERE key=?", (key_of(parts),))
-        return row_of(found[0]) if found else None
-
-    def page(
-        self,
-        folder: Components,
-        after: Components | None,
-        limit: int,
-        tag: str | None,
-        front: Sequence[tuple[str, str]] = (),
-    ) -> list[Row]:
-        """Up to ``limit`` notes below ``folder`` in path order after ``after`` (with ``tag``
-        and every frontmatter pair of ``front``, see fsnotes.notes.text.where)."""
-        common = tag is not None and not self._rare(tag)
-        where, params = self._scope(folder, None if common else tag)
-        for key, value in front:
-            # As for tags: a pair few notes carry is gathered first; one many carry is
-            # checked note by note along the path order (a seek in the pair's b-tree each).
-            if self._rare_pair(key, value):
-                where.append("n.id IN (SELECT note FROM front WHERE key = ? AND value = ?)")
-            else:
-                where.append(
-                    "EXISTS (SELECT 1 FROM front f WHERE f.key = ? AND f.value = ? "
-                    "AND f.note = n.id)"
-                )
-            params.extend([key, value])
-        if tag is not None and common:
-            # A tag many notes carry: walk the notes in path order and keep the tagged ones,
-            # which stops after a page; gathering and sorting every tagged note first would
-            # cost milliseconds per ten thousand of them, on every page.
-            where.append(
-                "EXISTS (SELECT 1 FROM tags t WHERE t.note = n.id AND "
-                "(t.tag = ? OR (t.tag >= ? AND t.tag < ?)))"
-            )
-            params.extend([tag, tag + "/", tag + "0"])
-        if after is not None:
-            where.append("n.key > ?")
-            params.append(key_of(after))
-        sql = f"SELECT {_prefixed('n')} FROM notes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY n.key LIMIT ?"
-        return [row_of(r) for r in self.query(sql, [*params, limit])]
-
-    def _rare(self, tag: str) -> bool:
-        """Whether few enough notes carry ``tag`` (or a tag below it) to gather them all."""
-        found = self.query(
-            "SELECT count(*) FROM (SELECT 1 FROM tags WHERE tag = ? OR (tag >= ? AND tag < ?) "
-            "LIMIT ?)",
-            (tag, tag + "/", tag + "0", RARE_TAG_NOTES + 1),
-        )
-        return int(found[0][0]) <= RARE_TAG_NOTES
-
-    def _rare_pair(self, key: str, value: str) -> bool:
-        found = self.query(
-            "SELECT count(*) FROM (SELECT 1 FROM front WHERE key = ? AND value = ? LIMIT ?)",
-            (key, value, RARE_TAG_NOTES + 1),
-        )
-        return int(found[0][0]) <= RARE_TAG_NOTES
-
-    @staticmethod
-    def _scope(folder: Components, tag: str | None) -> tuple[list[str], list[Any]]:
-        where: list[str] = []
-        params: list[Any] = []
-        bounds = subtree_range(folder)
-        if bounds is not None:
-            where.append("n.key >= ? AND n.key < ?")
-            params.extend(bounds)
-        if tag is not None:
-            # A tag matches itself and its nested tags ('a' matches 'a/b'): '0' follows '/'.
-            where.append("n.id IN (SELECT note FROM tags WHERE tag = ? OR (tag >= ? AND tag < ?))")
-            params.extend([tag, tag + "/", tag + "0"])
-        return where, params
-
-    def titled(self, folded: str, limit: int) -> list[Row]:
-        """Notes whose casefolded title contains ``folded``, in path order, at most ``limit``."""
-        return [
-            row_of(r)
-            for r in self.query(
-                f"SELECT {ROW_COLUMNS} FROM notes WHERE instr(title_fold, ?) > 0 "
-                "ORDER BY key LIMIT ?",
-                (folded, limit),
-            )
-        ]
-
-    def paths_with_prefix(self, folded: str, limit: int) -> tuple[list[Components], int]:
-        """Notes whose casefolded '/'-path starts with ``folded`` (path order), and how many."""
-        if folded:
-            bounds: tuple[str, ...] = (folded, folded + "\U0010ffff")
-            where = " WHERE path_fold >= ? AND path_fold < ?"
-        else:
-            bounds, where = (), ""
-        total = int(self.query(f"SELECT count(*) FROM notes{where}", bounds)[0][0])
-        rows = self.query(f"SELECT key FROM notes{where} ORDER BY key LIMIT ?", (*bounds, limit))
-        return [parts_of(r[0]) for r in rows], total
-
     # --- attachments (fsnotes/notes/index/attachments.py): recorded, never read ------------------
-
-    def attachment_manifest(self, folder: Components) -> dict[str, tuple[int, int, int, int]]:
-        """name -> (dev, ino, mtime_ns, size) of the attachments recorded in ``folder``."""
-        rows = self.query(
-            "SELECT name, dev, ino, mtime_ns, size FROM attachments WHERE folder=?",
-            (key_of(folder),),
-        )
-        return {r[0]: (uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows}
 
     def set_attachments(self, folder: Components, entries: Iterable[tuple[str, FileInfo]]) -> None:
         """Record exactly these attachments directly in ``folder`` (the others are dropped)."""
@@ -808,182 +512,3 @@ class NoteIndex:
                         info.size,
                     ),
                 )
-
-    def attachments_page(self, after: Components | None, limit: int) -> list[AttachmentRow]:
-        """Up to ``limit`` attachments in path order after ``after``."""
-        rows = self.query(
-            "SELECT key, dev, ino, mtime_ns, size FROM attachments WHERE key > ? "
-            "ORDER BY key LIMIT ?",
-            (key_of(after) if after else "", limit),
-        )
-        return [AttachmentRow(parts_of(r[0]), uint64(r[1]), uint64(r[2]), r[3], r[4]) for r in rows]
-
-
-_NOTE_COLUMNS = (
-    "key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, title, title_fold, tags, "
-    "body_start, stem_fold"
-)
-_NOTE_INSERT = f"INSERT INTO notes({_NOTE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
-_FTS_INSERT = f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES ({', '.join('?' * 8)})"
-# The rows of a note besides its ``notes`` row, by table, in the order they are written.
-_SIDE_INSERTS = {
-    "tags": "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
-    "links": "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-    "front": "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
-    "fts": _FTS_INSERT,
-    "tfts": "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
-}
-
-
-def _from_json(insert: str, width: int, id_at: int) -> str:
-    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
-    arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
-    and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
-    have had JSON1 compiled in by default for years)."""
-    values = ", ".join(
-        f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
-    )
-    return f"{insert} SELECT {values} FROM json_each(:rows)"
-
-
-_BULK_INSERTS = {
-    "notes": _from_json(f"INSERT INTO notes(id, {_NOTE_COLUMNS})", 15, 0),
-    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
-    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
-    "front": _from_json("INSERT INTO front(key, value, note)", 3, 2),
-    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
-    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
-}
-
-
-# Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
-# the batch's megabytes in one. Measured at 100k notes: a build's peak RSS 145 MiB with one
-# array per table and batch, 130 MiB with these (likely the allocator: megabyte strings
-# made in the reader thread and freed in the writer's).
-NOTES_PER_STATEMENT = 100
-
-
-class NewNotes:
-    """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
-    table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
-    the index's largest id). Once the rows are made the documents are let go (they would
-    double the memory a batch takes): ``docs`` is kept only when ``payloads`` is None, a
-    batch to write row by row (SQLite's JSON functions end a string at a NUL)."""
-
-    __slots__ = ("docs", "parts", "payloads")
-
-    def __init__(
-        self,
-        parts: list[Components],
-        payloads: list[tuple[str, str]] | None,
-        docs: Sequence[Document] = (),
-    ) -> None:
-        self.parts = parts
-        self.payloads = payloads
-        self.docs = docs
-
-    @classmethod
-    def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
-        payloads: list[tuple[str, str]] = []
-        for start in range(0, len(docs), NOTES_PER_STATEMENT):
-            tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
-            tables.update({table: [] for table in _SIDE_INSERTS})
-            for place, doc in enumerate(docs[start : start + NOTES_PER_STATEMENT], start + 1):
-                tables["notes"].append((place, *_note_row(doc)))
-                for table, rows in _side_rows(place, doc, extensions).items():
-                    tables[table].extend(rows)
-            for table, rows in tables.items():
-                if rows:
-                    payloads.append((table, json.dumps(rows, ensure_ascii=False)))
-        parts = [doc.parts for doc in docs]
-        if any("\\u0000" in text for _table, text in payloads):
-            return cls(parts, None, docs)
-        return cls(parts, payloads)
-
-
-def _note_row(doc: Document) -> tuple[Any, ...]:
-    """A note's ``notes`` row (without its id), in :data:`_NOTE_COLUMNS` order."""
-    meta, parts, info = doc.meta, doc.parts, doc.info
-    return (
-        key_of(parts),
-        key_of(parts[:-1]),
-        parts[-1],
-        "/".join(parts).casefold(),
-        int64(info.identity.dev),
-        int64(info.identity.ino),
-        info.mtime_ns,
-        info.size,
-        doc.etag,
-        meta.title,
-        meta.title.casefold(),
-        json.dumps(meta.tags, ensure_ascii=False),
-        meta.body_start_line,
-        stem_of(parts[-1]).casefold(),
-    )
-
-
-def _side_rows(
-    note_id: int | None, doc: Document, extensions: Sequence[str]
-) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of note ``note_id`` in every table but ``notes`` (see :data:`_SIDE_INSERTS`)."""
-    meta, parts = doc.meta, doc.parts
-    path_words = path_text(parts)
-    front = list(whererules.pairs(meta.frontmatter))
-    scope = scope_text(parts, meta.tags, front)
-    return {
-        "tags": [(t.casefold(), note_id) for t in meta.tags],
-        "links": _link_rows(note_id, parts, meta.refs, extensions),
-        "front": [(key, value, note_id) for key, value in front],
-        "fts": [
-            (
-                note_id,
-                path_words,
-                meta.title,
-                "\n".join(meta.all_headings),
-                " ".join(meta.tags),
-                front_text(meta.frontmatter),
-                meta.body,
-                scope,
-            )
-        ],
-        "tfts": [(note_id, meta.title, path_words, scope)],
-    }
-
-
-def _link_rows(
-    note_id: int | None,
-    parts: Components,
-    refs: Sequence[linkrules.Occurrence],
-    extensions: Sequence[str],
-) -> list[tuple[Any, ...]]:
-    """One row per distinct link of a note: what it names (links.classify), stored so that
-    backlinks are found by the ``leaf`` a target note's stem must equal."""
-    rows: list[tuple[Any, ...]] = []
-    seen: set[tuple[str, bool, str]] = set()
-    for ref in refs:
-        key = (ref.kind, ref.embed, ref.target)
-        if key in seen:
-            continue
-        seen.add(key)
-        target = linkrules.classify(ref, parts, extensions)
-        rows.append(
-            (note_id, ref.kind, int(ref.embed), ref.target, target.mode, target.want, target.leaf)
-        )
-    return rows
-
-
-def _prefixed(alias: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in ROW_COLUMNS.split(","))
-
-
-__all__ = [
-    "IndexBusy",
-    "IndexCorrupt",
-    "IndexProblem",
-    "IndexUnavailable",
-    "NewNotes",
-    "NoteIndex",
-    "QueryRejected",
-    "classify",
-]

@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from fsnotes.notes.index.attachments import SUFFIXES, is_attachment, media_type
-from fsnotes.notes.index.noteindex import NewNotes, NoteIndex
+from fsnotes.notes.index.newnotes import NewNotes
+from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import Document
 from fsnotes.notes.store import MAX_NOTE_BYTES, NoteError, NoteStore
 from fsnotes.notes.workers import borrowed_pool

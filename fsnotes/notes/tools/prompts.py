@@ -21,8 +21,8 @@ import anyio
 
 from fsnotes.notes.index import related
 from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable
+from fsnotes.notes.index.connections import IndexProblem
 from fsnotes.notes.index.indexer import until_indexed
-from fsnotes.notes.index.noteindex import IndexProblem
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import daily
 from fsnotes.notes.text.daily import DailySettings

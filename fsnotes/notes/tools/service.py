@@ -21,8 +21,8 @@ from typing import Any
 
 from fsnotes.notes.history import History, HistoryUnavailable, Keep, current_etag
 from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable, IndexStatus
+from fsnotes.notes.index.connections import IndexProblem
 from fsnotes.notes.index.indexer import Catalogs
-from fsnotes.notes.index.noteindex import IndexProblem
 from fsnotes.notes.index.schema import Row
 from fsnotes.notes.store import Note, NoteError, NoteStore, display, etag_of, iso_time
 from fsnotes.notes.text.edits import Edit, apply_edits

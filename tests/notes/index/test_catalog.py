@@ -176,7 +176,7 @@ def test_a_tag_filter_matches_nested_tags_and_case(server: Server) -> None:
 def test_a_tag_on_few_or_many_notes_lists_the_same_pages(
     server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch, rare_below: int
 ) -> None:
-    import fsnotes.notes.index.noteindex as index
+    import fsnotes.notes.index.reads as index
 
     monkeypatch.setattr(index, "RARE_TAG_NOTES", rare_below)  # 0: every tag is "common"
     for i in range(7):

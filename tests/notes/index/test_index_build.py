@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import fsnotes.notes.index.newnotes as newnotes
 import fsnotes.notes.index.noteindex as indexmod
 import fsnotes.notes.index.scan as scan
 from fsnotes.app.config import load
@@ -106,7 +107,7 @@ def _build_both(
     built, single = (_catalog(s) for s in servers)
     with monkeypatch.context() as m:
         m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings, however small
-        m.setattr(indexmod, "NOTES_PER_STATEMENT", 7)  # batches cut into several arrays
+        m.setattr(newnotes, "NOTES_PER_STATEMENT", 7)  # batches cut into several arrays
         report = built.rescan()
     assert report is not None and report.indexed == len(NOTES) + MANY
     with monkeypatch.context() as m:

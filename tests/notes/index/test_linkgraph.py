@@ -176,7 +176,7 @@ def test_where_matches_keys_exactly_and_values_as_frontmatter_reads_them(
 def test_where_on_many_or_few_notes_lists_the_same_pages(server: Server, vault: Path) -> None:
     # A pair on more notes than RARE_TAG_NOTES is filtered along the path order; fewer are
     # gathered first: both give the same pages.
-    from fsnotes.notes.index import noteindex as index_module
+    from fsnotes.notes.index import reads as index_module
 
     for i in range(30):
         write(vault, f"m/n{i:02d}.md", f"---\nkind: {'a' if i % 3 else 'b'}\n---\n")

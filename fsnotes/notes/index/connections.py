@@ -1,0 +1,180 @@
+"""Connections to an index file and what its SQLite errors mean.
+
+One connection per thread (sqlite3 objects must not cross threads mid-transaction), all
+retired at once when the file is replaced; the settings every connection gets; a write
+transaction's note count; and the sorting of SQLite's errors into busy (retry), damaged
+(rebuild), unavailable (retry later, report) and a refused query. The file itself is
+:mod:`fsnotes.notes.index.noteindex`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from fsnotes.state import statedir
+
+# A reader or writer waits this long for another connection's write to finish (a batch of
+# the scanner commits in well under a second) before the call fails as busy.
+BUSY_TIMEOUT_MS = 10_000
+# Page cache per connection: queries touch a few hundred pages; several worker threads each
+# hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
+CACHE_KIB = 4096
+_SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+# Failures of the state directory, not of the file: rebuilding would not help (and on a full
+# disk would delete the index and fill the disk again, once a second).
+_SQLITE_ENVIRONMENT = (
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_NOMEM,
+)
+
+
+class IndexProblem(Exception):
+    """The index cannot answer; the subclass says whether to retry, rebuild or report."""
+
+
+class IndexBusy(IndexProblem):
+    """Another connection held the index past the busy timeout; retry shortly."""
+
+
+class IndexCorrupt(IndexProblem):
+    """The index file cannot be used (damaged, not a database, wrong schema): rebuild it."""
+
+
+class IndexUnavailable(IndexBusy):
+    """The state directory cannot take the index now (full, read-only, failing): retried
+    later like a busy index, never taken for damage; the message is one sentence without
+    paths."""
+
+
+class QueryRejected(IndexProblem):
+    """FTS5 refused a query expression. Expressions are built from quoted terms only, so
+    this is a query the parser let through by mistake: never a reason to rebuild."""
+
+
+_CORRUPT_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_UNAVAILABLE: dict[int, str] = {
+    sqlite3.SQLITE_FULL: "the disk holding the state directory is full",
+    sqlite3.SQLITE_READONLY: "the state directory is read-only",
+    sqlite3.SQLITE_PERM: "the state directory may not be written",
+    sqlite3.SQLITE_CANTOPEN: "the index file cannot be opened",
+    sqlite3.SQLITE_IOERR: "the state directory's disk reported an I/O error",
+    sqlite3.SQLITE_NOMEM: "the server ran out of memory",
+}
+
+
+def classify(exc: sqlite3.Error) -> IndexProblem:
+    """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
+    nothing that cannot be recomputed), unavailable (retry later and report), or a query
+    FTS5 refused. Only what SQLite itself calls damage (a corrupt file, not a database, a
+    missing table) rebuilds: any other error, not foreseen here, is retried, never a reason
+    to throw the index away."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(exc)
+    if primary in _SQLITE_BUSY or "locked" in text:
+        return IndexBusy(text)
+    if primary in _CORRUPT_CODES or "malformed" in text or "no such table" in text:
+        return IndexCorrupt(text)
+    if primary in _UNAVAILABLE:
+        return IndexUnavailable(_UNAVAILABLE[primary])
+    if text.startswith("fts5:") or "unterminated string" in text:
+        return QueryRejected(text)
+    return IndexUnavailable("the search index reported an unexpected error")
+
+
+class Connections:
+    """One connection per thread to the current file; all replaced at once on rebuild.
+
+    A connection is only ever used, and closed, by the thread that opened it (or once that
+    thread has ended): closing one from another thread while it runs a statement crashes
+    the process inside SQLite. So :meth:`reset` closes the calling thread's connection and
+    those of threads that have ended, and retires the others: each live thread closes its
+    old connection the next time it asks for one.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.generation = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._owners: list[tuple[threading.Thread, sqlite3.Connection]] = []
+
+    def get(self) -> sqlite3.Connection:
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            generation, conn = held
+            if generation == self.generation:
+                return conn  # type: ignore[no-any-return]
+            self._local.held = None
+            self._close_own(conn)
+        # check_same_thread=False only so that reset() may close the connection of a thread
+        # that has ended; a live thread's connection is only touched by that thread.
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        _configure(conn)
+        self._local.held = (self.generation, conn)
+        with self._lock:
+            self._owners.append((threading.current_thread(), conn))
+        return conn
+
+    def _close_own(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            self._owners = [(t, c) for t, c in self._owners if c is not conn]
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+
+    def reset(self) -> None:
+        """Retire every connection; close the ones no live thread can be using."""
+        me = threading.current_thread()
+        with self._lock:
+            self.generation += 1
+            closable = [c for t, c in self._owners if t is me or not t.is_alive()]
+            self._owners = [(t, c) for t, c in self._owners if t is not me and t.is_alive()]
+        self._local.held = None
+        for conn in closable:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    # The busy timeout first: every later statement (the journal-mode switch included)
+    # then waits for another process instead of failing at once.
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: consistent; a cache may lose
+    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")  # the last commits on power loss
+    # Statement journals and sorter spills stay in memory: on disk SQLite puts them in
+    # /var/tmp or /tmp, which the Landlock jail does not grant, and a batch of the build
+    # then fails with "unable to open database file" (the index rebuilt in a loop).
+    conn.execute("PRAGMA temp_store=MEMORY")
+
+
+class Tx:
+    """One write transaction, and how many notes it adds (negative: removes).
+
+    The count of notes in ``meta`` is updated once, when the transaction ends, and not by
+    a trigger: a trigger makes every INSERT a statement with a savepoint, and FTS5 writes
+    its pending words to disk at every savepoint, which made building an index several
+    times slower."""
+
+    __slots__ = ("conn", "delta")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.delta = 0
+
+
+@contextlib.contextmanager
+def state_errors() -> Iterator[None]:
+    try:
+        yield
+    except statedir.SetupLockTimeout as exc:
+        raise IndexBusy(str(exc)) from None
+    except statedir.StateFileError as exc:  # a link or a non-file where the index goes
+        raise IndexCorrupt(str(exc)) from None

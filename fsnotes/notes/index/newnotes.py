@@ -1,0 +1,183 @@
+"""A batch of new notes as the index's rows: the insert statements, row by row or a batch at
+once from JSON arrays (:class:`NewNotes`), and the rows one note makes in each table. The
+tables themselves are :mod:`fsnotes.notes.index.schema`'s; the writes are
+:mod:`fsnotes.notes.index.noteindex`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from fsnotes.notes.index.schema import (
+    FTS_COLUMNS,
+    ROW_COLUMNS,
+    Document,
+    front_text,
+    int64,
+    key_of,
+    path_text,
+    scope_text,
+)
+from fsnotes.notes.store import stem_of
+from fsnotes.notes.text import links as linkrules
+from fsnotes.notes.text import where as whererules
+from sandbox.uri import Components
+
+NOTE_COLUMNS = (
+    "key, folder, name, path_fold, dev, ino, mtime_ns, size, etag, title, title_fold, tags, "
+    "body_start, stem_fold"
+)
+NOTE_INSERT = f"INSERT INTO notes({NOTE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
+FTS_INSERT = f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES ({', '.join('?' * 8)})"
+# The rows of a note besides its ``notes`` row, by table, in the order they are written.
+SIDE_INSERTS = {
+    "tags": "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
+    "links": "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "front": "INSERT INTO front(key, value, note) VALUES (?, ?, ?)",
+    "fts": FTS_INSERT,
+    "tfts": "INSERT INTO tfts(rowid, title, path, scope) VALUES (?,?,?,?)",
+}
+
+
+def _from_json(insert: str, width: int, id_at: int) -> str:
+    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
+    arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
+    and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
+    have had JSON1 compiled in by default for years)."""
+    values = ", ".join(
+        f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
+    )
+    return f"{insert} SELECT {values} FROM json_each(:rows)"
+
+
+BULK_INSERTS = {
+    "notes": _from_json(f"INSERT INTO notes(id, {NOTE_COLUMNS})", 15, 0),
+    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
+    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
+    "front": _from_json("INSERT INTO front(key, value, note)", 3, 2),
+    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
+    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
+}
+
+
+# Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
+# the batch's megabytes in one. Measured at 100k notes: a build's peak RSS 145 MiB with one
+# array per table and batch, 130 MiB with these (likely the allocator: megabyte strings
+# made in the reader thread and freed in the writer's).
+NOTES_PER_STATEMENT = 100
+
+
+class NewNotes:
+    """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
+    table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
+    the index's largest id). Once the rows are made the documents are let go (they would
+    double the memory a batch takes): ``docs`` is kept only when ``payloads`` is None, a
+    batch to write row by row (SQLite's JSON functions end a string at a NUL)."""
+
+    __slots__ = ("docs", "parts", "payloads")
+
+    def __init__(
+        self,
+        parts: list[Components],
+        payloads: list[tuple[str, str]] | None,
+        docs: Sequence[Document] = (),
+    ) -> None:
+        self.parts = parts
+        self.payloads = payloads
+        self.docs = docs
+
+    @classmethod
+    def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
+        payloads: list[tuple[str, str]] = []
+        for start in range(0, len(docs), NOTES_PER_STATEMENT):
+            tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
+            tables.update({table: [] for table in SIDE_INSERTS})
+            for place, doc in enumerate(docs[start : start + NOTES_PER_STATEMENT], start + 1):
+                tables["notes"].append((place, *note_row(doc)))
+                for table, rows in side_rows(place, doc, extensions).items():
+                    tables[table].extend(rows)
+            for table, rows in tables.items():
+                if rows:
+                    payloads.append((table, json.dumps(rows, ensure_ascii=False)))
+        parts = [doc.parts for doc in docs]
+        if any("\\u0000" in text for _table, text in payloads):
+            return cls(parts, None, docs)
+        return cls(parts, payloads)
+
+
+def note_row(doc: Document) -> tuple[Any, ...]:
+    """A note's ``notes`` row (without its id), in :data:`NOTE_COLUMNS` order."""
+    meta, parts, info = doc.meta, doc.parts, doc.info
+    return (
+        key_of(parts),
+        key_of(parts[:-1]),
+        parts[-1],
+        "/".join(parts).casefold(),
+        int64(info.identity.dev),
+        int64(info.identity.ino),
+        info.mtime_ns,
+        info.size,
+        doc.etag,
+        meta.title,
+        meta.title.casefold(),
+        json.dumps(meta.tags, ensure_ascii=False),
+        meta.body_start_line,
+        stem_of(parts[-1]).casefold(),
+    )
+
+
+def side_rows(
+    note_id: int | None, doc: Document, extensions: Sequence[str]
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of note ``note_id`` in every table but ``notes`` (see :data:`SIDE_INSERTS`)."""
+    meta, parts = doc.meta, doc.parts
+    path_words = path_text(parts)
+    front = list(whererules.pairs(meta.frontmatter))
+    scope = scope_text(parts, meta.tags, front)
+    return {
+        "tags": [(t.casefold(), note_id) for t in meta.tags],
+        "links": _link_rows(note_id, parts, meta.refs, extensions),
+        "front": [(key, value, note_id) for key, value in front],
+        "fts": [
+            (
+                note_id,
+                path_words,
+                meta.title,
+                "\n".join(meta.all_headings),
+                " ".join(meta.tags),
+                front_text(meta.frontmatter),
+                meta.body,
+                scope,
+            )
+        ],
+        "tfts": [(note_id, meta.title, path_words, scope)],
+    }
+
+
+def _link_rows(
+    note_id: int | None,
+    parts: Components,
+    refs: Sequence[linkrules.Occurrence],
+    extensions: Sequence[str],
+) -> list[tuple[Any, ...]]:
+    """One row per distinct link of a note: what it names (links.classify), stored so that
+    backlinks are found by the ``leaf`` a target note's stem must equal."""
+    rows: list[tuple[Any, ...]] = []
+    seen: set[tuple[str, bool, str]] = set()
+    for ref in refs:
+        key = (ref.kind, ref.embed, ref.target)
+        if key in seen:
+            continue
+        seen.add(key)
+        target = linkrules.classify(ref, parts, extensions)
+        rows.append(
+            (note_id, ref.kind, int(ref.embed), ref.target, target.mode, target.want, target.leaf)
+        )
+    return rows
+
+
+def prefixed(alias: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in ROW_COLUMNS.split(","))
