@@ -28,10 +28,11 @@ SCHEMA_VERSION = 2
 # version beyond the kept bytes (10,000 versions of 115-byte notes: rows, indexes, page
 # slack), rounded up. PostgreSQL: see POSTGRES_ROW_OVERHEAD_BYTES.
 ROW_OVERHEAD_BYTES = 384
-# PostgreSQL's rows are wider (a 24-byte tuple header, 8-byte alignment, four btree
-# indexes, one of them on the 32-byte etag of a new blob, and the table's fill of its
-# pages). Measured with benchmarks/bench_history.py: pg_total_relation_size grows by about
-# 560 bytes per version of a small note beyond the kept bytes, rounded up.
+# PostgreSQL's rows are wider (a 24-byte tuple header, 8-byte alignment, five btree
+# indexes, one of them on the 64-character etag of a new blob). Measured with
+# benchmarks/bench_history.py: pg_total_relation_size grows by 621 bytes per version
+# beyond the kept bytes (10,000 versions of 115-byte notes), rounded up. (Larger notes take
+# less than they count there: TOAST compresses them.)
 POSTGRES_ROW_OVERHEAD_BYTES = 640
 # A version's public number: the second it was kept (its Unix time, 32 bits: until 2106)
 # above 21 random bits, and always above the store's last number (one more, if the clock
@@ -154,6 +155,21 @@ def _counted(table: str) -> tuple[str, str]:
     )
 
 
+# The copies compressed with lz4 where the server has it (Debian's and most builds do):
+# pglz, the default, took most of a 4 MiB version's time (measured in
+# benchmarks/bench_history.py). Changed only when it is not set yet (the change locks the
+# table), and left as it is on a server built without lz4.
+_LZ4 = """
+DO $$
+BEGIN
+  IF (SELECT attcompression FROM pg_attribute
+      WHERE attrelid = 'fsnotes.history_blob'::regclass AND attname = 'data') <> 'l' THEN
+    ALTER TABLE fsnotes.history_blob ALTER COLUMN data SET COMPRESSION lz4;
+  END IF;
+EXCEPTION WHEN feature_not_supported THEN NULL;
+END
+$$"""
+
 POSTGRES_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS history_blob ("
     " id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, etag TEXT NOT NULL UNIQUE,"
@@ -170,6 +186,7 @@ POSTGRES_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS history_usage ("
     " one SMALLINT PRIMARY KEY CHECK (one = 1), bytes BIGINT NOT NULL)",
     "INSERT INTO history_usage(one, bytes) VALUES (1, 0) ON CONFLICT (one) DO NOTHING",
+    _LZ4,
     _COUNT_ADDED,
     _COUNT_GONE,
     *_counted("history_blob"),

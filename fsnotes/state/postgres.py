@@ -404,20 +404,21 @@ class PgDB:
         if getattr(self._pinned, "conn", None) is not None:
             raise RuntimeError("advisory locks are already held by this thread")
         keys = [(lock_key(name), "_shared" if shared else "") for name, shared in locks]
+        try_ = "" if wait else "try_"
+        # All in one statement (one round trip), taken left to right.
+        take = "SELECT " + ", ".join(f"pg_{try_}advisory_lock{kind}(%s)" for _, kind in keys)
         try:
             with self._pg.connection() as conn:
-                held: list[tuple[int, str]] = []
                 try:
-                    for key, kind in keys:
-                        if wait:
-                            conn.execute(f"SELECT pg_advisory_lock{kind}(%s)", (key,))
-                        else:
-                            row = conn.execute(
-                                f"SELECT pg_try_advisory_lock{kind}(%s)", (key,)
-                            ).fetchone()
-                            if not (row and row[0]):
-                                break
-                        held.append((key, kind))
+                    row = conn.execute(take, [key for key, _ in keys]).fetchone()
+                except psycopg.Error:
+                    # A session lock taken before the one that timed out stays held (they
+                    # ignore transactions): end the session, which drops every one of them.
+                    conn.close()
+                    raise
+                got = tuple(row) if row is not None else (False,) * len(keys)
+                held = [k for k, ok in zip(keys, got, strict=True) if wait or ok is True]
+                try:
                     if len(held) < len(keys):
                         yield False
                         return
@@ -459,13 +460,18 @@ class PgDB:
 
 
 def _release(conn: psycopg.Connection[Any], held: Sequence[tuple[int, str]]) -> None:
-    """Release session advisory locks; when that fails, end the session (which releases
-    them): a pooled connection must never carry a lock into another request."""
+    """Release session advisory locks (one statement); when that fails, end the session
+    (which releases them): a pooled connection must never carry a lock into another
+    request."""
+    if not held or conn.closed:
+        return
     try:
-        for key, kind in reversed(held):
-            row = conn.execute(f"SELECT pg_advisory_unlock{kind}(%s)", (key,)).fetchone()
-            if not (row and row[0]):
-                raise psycopg.OperationalError("an advisory lock was not held at release")
+        release = "SELECT " + ", ".join(
+            f"pg_advisory_unlock{kind}(%s)" for _, kind in reversed(held)
+        )
+        row = conn.execute(release, [key for key, _ in reversed(held)]).fetchone()
+        if row is None or not all(row):
+            raise psycopg.OperationalError("an advisory lock was not held at its release")
     except psycopg.Error:
         with contextlib.suppress(psycopg.Error):
             conn.close()
