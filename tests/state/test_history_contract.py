@@ -179,7 +179,12 @@ def test_prune_by_size_drops_the_oldest_first_and_keeps_within_the_bound(be: Bac
     assert [v.id for v in b.versions(WS, "a.md", 10)[0]] == [big]
 
 
-def test_prune_by_age_removes_every_expired_version_at_once(be: Backend) -> None:
+def test_prune_by_age_removes_every_expired_version_at_once(
+    be: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fsnotes.state import history_store
+
+    monkeypatch.setattr(history_store, "EXPIRED_BATCH", 64)  # several statements' worth
     clock = Clock()
     store = be.store("a", clock, max_age_s=3600)
     for i in range(300):
