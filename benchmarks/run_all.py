@@ -14,6 +14,7 @@ SCRIPTS = [
     "bench_notes.py",
     "bench_state.py",
     "bench_history.py",
+    "bench_outage.py",
     "bench_http.py",
     "bench_deploy.py",
     "bench_vault.py",

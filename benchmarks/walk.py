@@ -12,8 +12,12 @@ the watcher is off and the rescan interval an hour, so no background work falls 
 
 Printed per walk: the files whose functions ran (a file counts once however often it is
 entered), and how often the steps the architecture page counts were called: authorizations
-(`Grants.authorize_workspace_uri`, `authorize_note_uri`, `default_for`, `granted`), catalog
-refreshes (`Catalogs.fresh`) and run-time scope syncs (`RuntimeScope.sync`). A 2026-07-28
+(a workspace or note URI resolved against the grants: `Scope.named` and `Scope.containing`,
+before the per-request Scope `Grants.authorize_workspace_uri`, `authorize_note_uri` and
+`default_for`), consultations of the grants table (`Grants._current`, where every lookup
+starts), catalog refreshes (`Catalogs.fresh`), run-time scope syncs (`RuntimeScope.sync`) and
+grant store queries (`SetupStore.generation` and `grants`; with ``--setup`` the server has
+a setup allowlist, so run-time grants are on). A 2026-07-28
 delete is two requests (the ask and the confirmed retry) and is shown per round; a
 2025-11-25 delete is one request with a live elicitation inside it.
 
@@ -40,9 +44,13 @@ COUNTED = {
     ("fsnotes/security/grants.py", "authorize_workspace_uri"): "authorize",
     ("fsnotes/security/grants.py", "authorize_note_uri"): "authorize",
     ("fsnotes/security/grants.py", "default_for"): "authorize",
-    ("fsnotes/security/grants.py", "granted"): "granted",
+    ("fsnotes/security/grants.py", "named"): "authorize",  # a Scope's, since one per request
+    ("fsnotes/security/grants.py", "containing"): "authorize",
+    ("fsnotes/security/grants.py", "_current"): "grants consulted",
     ("fsnotes/notes/index/indexer.py", "fresh"): "catalog refresh",
     ("fsnotes/setup/runtime.py", "sync"): "runtime sync",
+    ("fsnotes/setup/store.py", "generation"): "grant store query",
+    ("fsnotes/setup/store.py", "grants"): "grant store query",
 }
 # Idle between windows so nothing of the previous request is still running when one opens.
 SETTLE_S = 0.3
@@ -139,7 +147,7 @@ def vault(tmp: Path) -> Path:
     return ws
 
 
-SERVE_FLAGS = ("--principal", "ada")
+SERVE_FLAGS = ["--principal", "ada"]  # --setup adds an allowlist (run-time grants on)
 ENV = {"FSNOTES_NO_WATCH": "1", "FSNOTES_RESCAN_INTERVAL": "3600"}
 
 
@@ -158,7 +166,7 @@ def walk_stdio(tmp: Path) -> dict[str, Counter[tuple[str, str]]]:
     ws, state = vault(tmp / "stdio"), tmp / "stdio" / "state"
     windows = Windows(tmp / "stdio")
     os.environ.update(ENV)
-    modern = Wire(ws, state, launcher=windows.launcher())
+    modern = Wire(ws, state, *SERVE_FLAGS[2:], launcher=windows.launcher())
     try:
         ws_uri = ws.as_uri()
         # The first build done before any window opens.
@@ -196,7 +204,7 @@ def walk_stdio(tmp: Path) -> dict[str, Counter[tuple[str, str]]]:
     # 2025-11-25 on a fresh server (and vault): initialize, then a live elicitation.
     ws, state = vault(tmp / "stdio-legacy"), tmp / "stdio-legacy" / "state"
     windows = Windows(tmp / "stdio-legacy")
-    legacy = Wire(ws, state, launcher=windows.launcher())
+    legacy = Wire(ws, state, *SERVE_FLAGS[2:], launcher=windows.launcher())
     try:
         init = legacy.call(
             "initialize",
@@ -372,9 +380,15 @@ def main() -> int:
         return child(sys.argv[2], sys.argv[3], sys.argv[4:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the walks here as JSON")
+    parser.add_argument(
+        "--setup", action="store_true", help="serve with a setup allowlist (run-time grants)"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
     with tempfile.TemporaryDirectory() as tmp:
+        if args.setup:
+            (Path(tmp) / "shared").mkdir()
+            SERVE_FLAGS.extend(["--setup-allow", str(Path(tmp) / "shared")])
         recorded = walk_stdio(Path(tmp))
         recorded |= walk_http(Path(tmp))
     walks = summarise(recorded)

@@ -27,15 +27,17 @@ if TYPE_CHECKING:
         Grants,
         NotGranted,
         RuntimeLayer,
+        Scope,
         Workspace,
         ceiling_of,
+        check_level,
     )
     from fsnotes.security.oauth import Chained, OAuthTokens
     from fsnotes.security.oauth_settings import (
         RESOLVER_FILES,
-        SCOPE_ACCESS,
         OAuthConfigError,
         OAuthSettings,
+        oauth_settings_from,
     )
     from fsnotes.security.seal import Keyring, Sealer
     from fsnotes.security.shown import distinguishable, has_hidden
@@ -55,7 +57,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESOLVER_FILES",
-    "SCOPE_ACCESS",
     "TOKENS_FILE",
     "Access",
     "Authenticator",
@@ -72,6 +73,7 @@ __all__ = [
     "OAuthSettings",
     "OAuthTokens",
     "RuntimeLayer",
+    "Scope",
     "Sealer",
     "Subject",
     "TokenEntry",
@@ -81,9 +83,11 @@ __all__ = [
     "add_token",
     "answer_of",
     "ceiling_of",
+    "check_level",
     "distinguishable",
     "entry_from",
     "has_hidden",
+    "oauth_settings_from",
     "open_state",
     "read_tokens",
     "revoke_tokens",
@@ -109,7 +113,7 @@ _HOME = {
     "OAuthTokens": "oauth",
     "RESOLVER_FILES": "oauth_settings",
     "RuntimeLayer": "grants",
-    "SCOPE_ACCESS": "oauth_settings",
+    "Scope": "grants",
     "Sealer": "seal",
     "Subject": "consent",
     "TOKENS_FILE": "tokens",
@@ -120,9 +124,11 @@ _HOME = {
     "add_token": "tokens",
     "answer_of": "consent",
     "ceiling_of": "grants",
+    "check_level": "grants",
     "distinguishable": "shown",
     "entry_from": "tokens",
     "has_hidden": "shown",
+    "oauth_settings_from": "oauth_settings",
     "open_state": "consent",
     "read_tokens": "tokens",
     "revoke_tokens": "tokens",

@@ -12,17 +12,25 @@ workspace or any file is opened. The rules:
 - Grants a person approves at run time come from a :class:`GrantSource` given to
   :class:`Grants` when it is made (the setup part's run-time scope); they add to the
   configured grants and never lower one.
+- A request is authorized against one :class:`Scope`, made by :meth:`Grants.scope` when it
+  starts: the table is consulted (and the run-time source checked) once per request, not
+  once per lookup.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError, TooDeep
+
+log = logging.getLogger("fsnotes.security")
+
+Components = tuple[str, ...]
 
 
 class Access(enum.IntEnum):
@@ -132,9 +140,11 @@ class GrantSource(Protocol):
     def runtime_layer(self) -> RuntimeLayer:
         """The run-time layer as it stands now.
 
-        Called before every lookup, from any thread: it must be cheap when nothing changed,
-        and return the *same* object then (a new object is merged once, an old one reused).
-        It should not raise: a source that cannot be read keeps returning its last layer.
+        Called once for each :class:`Scope` (each request) and for :meth:`Grants.all_workspaces`,
+        from any thread: it must be cheap when nothing changed, must not wait for a store
+        that is down, and must return the *same* object then (a new object is merged once,
+        an old one reused). It should not raise: a source that cannot be read keeps
+        returning its last layer.
         """
         ...
 
@@ -142,15 +152,153 @@ class GrantSource(Protocol):
 _Table = tuple[dict[str, Workspace], dict[tuple[str, str], Access]]
 
 
+@dataclass(frozen=True)
+class Scope:
+    """One request's authorization, resolved once when the request starts.
+
+    Who it acts for (``principal``, whose credentials allow at most :attr:`ceiling`), the
+    workspaces granted to it then (each at the lower of its grant and the ceiling;
+    configured ones first, in order) and, for a legacy session, the client's roots that fall
+    inside them (``hints``; ``None`` for a stateless request). Made by :meth:`Grants.scope`
+    from one consultation of the grants table; every lookup of the request answers from it,
+    asking nothing of any store. It is a snapshot: a grant changed meanwhile counts from
+    the next request on (a legacy handler called again after a person answered a question
+    is given a new one).
+    """
+
+    principal: str
+    granted: tuple[tuple[Workspace, Access], ...]
+    hints: tuple[Components, ...] | None = None
+
+    @property
+    def ceiling(self) -> Access:
+        return ceiling_of(self.principal)
+
+    def workspaces(self) -> list[Workspace]:
+        return [ws for ws, _ in self.granted]
+
+    def access(self, workspace: Workspace) -> Access | None:
+        """The principal's access to ``workspace`` (its grant, lowered to its ceiling)."""
+        for ws, access in self.granted:
+            if ws.name == workspace.name:
+                return access
+        return None
+
+    def named(self, uri: str | None) -> tuple[Workspace, Access]:
+        """The granted workspace a call names by ``uri`` (exactly, after strict parsing), or
+        its default when it names none (:meth:`default`), with the access held there."""
+        if uri is None:
+            return self.default()
+        try:
+            components = lexical.parse_file_uri(uri)
+        except SandboxError:
+            # A malformed URI cannot name a granted workspace; same message as "not granted".
+            raise NotGranted(NOT_GRANTED_MESSAGE) from None
+        for ws, access in self.granted:
+            if ws.components == components:
+                return ws, access
+        raise NotGranted(NOT_GRANTED_MESSAGE)
+
+    def default(self) -> tuple[Workspace, Access]:
+        """The workspace to use when the caller named none.
+
+        Exactly one granted workspace: that one. Several: the single one that the client's
+        roots point at (a root equal to or inside it); roots outside the grants are ignored.
+        """
+        granted = self.granted
+        if len(granted) == 1:
+            return granted[0]
+        if granted and self.hints:
+            hinted = [
+                (ws, access)
+                for ws, access in granted
+                if any(_contains(ws.components, root) for root in self.hints)
+            ]
+            if len(hinted) == 1:
+                return hinted[0]
+        if not granted:
+            raise NotGranted("No workspace is granted to you, so there is nothing to work on.")
+        raise NotGranted(
+            "You have several workspaces; pass workspaceUri (see workspaces_list) to choose one."
+        )
+
+    def containing(self, components: Components) -> tuple[Workspace, Access, Components]:
+        """The granted workspace containing these absolute components, the access held
+        there, and the relative rest.
+
+        When workspaces nest, the innermost granted one wins (its grant is the specific one).
+
+        Raises:
+            NotGranted: no granted workspace contains the components.
+            TooDeep: some granted workspace contains them, but more than
+                :data:`sandbox.uri.MAX_DEPTH` levels below it (and no other one contains them
+                within the limit). It only tells the caller about a workspace it was granted.
+        """
+        best: tuple[Workspace, Access, Components] | None = None
+        too_deep: TooDeep | None = None
+        for ws, access in self.granted:
+            try:
+                rel = lexical.contain(ws.components, components)
+            except TooDeep as exc:
+                too_deep = exc
+                continue
+            except SandboxError:
+                continue
+            if best is None or len(ws.components) > len(best[0].components):
+                best = (ws, access, rel)
+        if best is None:
+            if too_deep is not None:
+                raise too_deep
+            raise NotGranted(NOT_IN_WORKSPACE_MESSAGE)
+        return best
+
+    def authorize_workspace_uri(self, uri: str, needed: Access) -> Workspace:
+        """The granted workspace whose URI is exactly ``uri``, if ``needed`` is allowed there."""
+        return check_level(*self.named(uri), needed)
+
+    def authorize_note_uri(
+        self, components: Components, needed: Access
+    ) -> tuple[Workspace, Components]:
+        """The granted workspace containing these components (see :meth:`containing`) and
+        the relative rest, if ``needed`` is allowed there."""
+        ws, access, rel = self.containing(components)
+        return check_level(ws, access, needed), rel
+
+    def default_for(self, needed: Access) -> Workspace:
+        """The default workspace (see :meth:`default`), if ``needed`` is allowed there."""
+        return check_level(*self.default(), needed)
+
+
+def check_level(ws: Workspace, access: Access, needed: Access) -> Workspace:
+    """``ws`` when ``access`` includes ``needed``; else NotGranted saying what is held."""
+    if access < needed:
+        raise NotGranted(
+            f"Your grant on workspace '{ws.name}' is '{access.label}', and this needs "
+            f"'{needed.label}'."
+        )
+    return ws
+
+
+def _contains(base: Components, target: Components) -> bool:
+    try:
+        lexical.contain(base, target)
+    except SandboxError:
+        return False
+    return True
+
+
 class Grants:
     """The authorization table of one server process.
 
     Two layers: the configured workspaces and grants (fixed at start-up) and a run-time layer
     (workspaces and grants a person approved on the setup page or with ``fsnotes grant``),
-    asked of ``source`` (optional, given at construction) before every lookup and merged once
-    each time it changes. A run-time grant adds to a configured one and never lowers it; its
-    workspaces may not reuse a configured name, and its grants may name configured or
-    run-time workspaces (a layer that breaks this raises ValueError at the lookup).
+    asked of ``source`` (optional, given at construction) once per :class:`Scope` and merged
+    once each time it changes. A run-time grant adds to a configured one and never lowers
+    it; its workspaces may not reuse a configured name, and its grants may name configured
+    or run-time workspaces (a layer that breaks this raises ValueError at the lookup).
+
+    The per-principal methods below each make a Scope of their own (one consultation each);
+    a request makes one with :meth:`scope` and asks it everything.
     """
 
     def __init__(
@@ -176,10 +324,9 @@ class Grants:
         # The layer last merged and the table it gave, swapped as one tuple: a lookup in
         # another thread sees one layer's table or the other's, never a mix.
         self._merged: tuple[RuntimeLayer, _Table] = (EMPTY_LAYER, self._merge(EMPTY_LAYER))
-
-    @property
-    def configured_workspaces(self) -> list[Workspace]:
-        return list(self._config_ws.values())
+        # The roots a session last reported, parsed (the same tuple object until the client
+        # reports others): parsed once per report, not once per request.
+        self._parsed_roots: tuple[object, tuple[Components, ...]] = ((), ())
 
     def _merge(self, layer: RuntimeLayer) -> _Table:
         table = dict(self._config_ws)
@@ -206,6 +353,47 @@ class Grants:
             self._merged = (layer, table)
         return table
 
+    def scope(self, principal: str, roots: Sequence[Any] | None = None) -> Scope:
+        """One request's :class:`Scope`, from one consultation of the table. ``roots``: the
+        roots a legacy session's client reported, as it sent them (``None`` for a stateless
+        request): those inside a granted workspace become hints, the rest are ignored."""
+        workspaces, grants = self._current()
+        ceiling = ceiling_of(principal)
+        granted = []
+        for ws in workspaces.values():
+            access = grants.get((principal, ws.name))
+            if access is not None:
+                granted.append((ws, min(access, ceiling)))
+        hints = None
+        if roots is not None:
+            hints = tuple(
+                root
+                for root in self._parse_roots(roots)
+                if any(_contains(ws.components, root) for ws, _ in granted)
+            )
+        return Scope(principal, tuple(granted), hints)
+
+    def _parse_roots(self, roots: Sequence[Any]) -> tuple[Components, ...]:
+        """The valid file:// roots among ``roots`` as components (the rest ignored: roots are
+        hints), parsed again only when the sequence is another object."""
+        seen, parsed = self._parsed_roots
+        if roots is seen:
+            return parsed
+        out: list[Components] = []
+        for root in roots:
+            uri = root.get("uri") if isinstance(root, Mapping) else None
+            try:
+                components = lexical.parse_file_uri(uri) if isinstance(uri, str) else None
+            except SandboxError:
+                components = None
+            if components is None:
+                log.debug("ignoring a client root that is not a file:// URI: %r", uri)
+                continue
+            out.append(components)
+        parsed = tuple(out)
+        self._parsed_roots = (roots, parsed)
+        return parsed
+
     def all_workspaces(self) -> list[Workspace]:
         """Every workspace there is now, configured and granted at run time, whoever may
         use it (for the search indexes kept in the background)."""
@@ -213,99 +401,26 @@ class Grants:
 
     def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
         """The workspaces this principal may use: configured ones first, in order."""
-        workspaces, grants = self._current()
-        ceiling = ceiling_of(principal)
-        out = []
-        for ws in workspaces.values():
-            access = grants.get((principal, ws.name))
-            if access is not None:
-                out.append((ws, min(access, ceiling)))
-        return out
+        return list(self.scope(principal).granted)
 
     def access(self, principal: str, workspace: Workspace) -> Access | None:
         """The principal's access to ``workspace`` (its grant, lowered to its ceiling)."""
-        access = self._current()[1].get((principal, workspace.name))
-        return None if access is None else min(access, ceiling_of(principal))
+        return self.scope(principal).access(workspace)
 
     def authorize_workspace_uri(self, principal: str, uri: str, needed: Access) -> Workspace:
-        """The granted workspace whose URI is exactly ``uri`` (after strict parsing)."""
-        try:
-            components = lexical.parse_file_uri(uri)
-        except SandboxError:
-            # A malformed URI cannot name a granted workspace; same message as "not granted".
-            raise NotGranted(NOT_GRANTED_MESSAGE) from None
-        for ws, access in self.granted(principal):
-            if ws.components == components:
-                return self._check_level(ws, access, needed)
-        raise NotGranted(NOT_GRANTED_MESSAGE)
+        """The granted workspace whose URI is exactly ``uri`` (see :meth:`Scope.named`)."""
+        return self.scope(principal).authorize_workspace_uri(uri, needed)
 
     def authorize_note_uri(
-        self, principal: str, components: tuple[str, ...], needed: Access
-    ) -> tuple[Workspace, tuple[str, ...]]:
-        """The granted workspace containing these absolute components, and the relative rest.
-
-        When workspaces nest, the innermost granted one wins (its grant is the specific one).
-
-        Raises:
-            NotGranted: no granted workspace contains the components.
-            TooDeep: some granted workspace contains them, but more than
-                :data:`sandbox.uri.MAX_DEPTH` levels below it (and no other one contains them
-                within the limit). It only tells the caller about a workspace it was granted.
-        """
-        best: tuple[Workspace, Access, tuple[str, ...]] | None = None
-        too_deep: TooDeep | None = None
-        for ws, access in self.granted(principal):
-            try:
-                rel = lexical.contain(ws.components, components)
-            except TooDeep as exc:
-                too_deep = exc
-                continue
-            except SandboxError:
-                continue
-            if best is None or len(ws.components) > len(best[0].components):
-                best = (ws, access, rel)
-        if best is None:
-            if too_deep is not None:
-                raise too_deep
-            raise NotGranted(NOT_IN_WORKSPACE_MESSAGE)
-        ws, access, rel = best
-        return self._check_level(ws, access, needed), rel
+        self, principal: str, components: Components, needed: Access
+    ) -> tuple[Workspace, Components]:
+        """The granted workspace containing ``components``, and the relative rest (see
+        :meth:`Scope.containing`)."""
+        return self.scope(principal).authorize_note_uri(components, needed)
 
     def default_for(
-        self, principal: str, needed: Access, root_hints: Sequence[tuple[str, ...]] = ()
+        self, principal: str, needed: Access, root_hints: Sequence[Components] = ()
     ) -> Workspace:
-        """The workspace to use when the caller named none.
-
-        Exactly one granted workspace: that one. Several: the single one that the client's
-        roots point at (a root equal to or inside it); roots outside the grants are ignored.
-        """
-        granted = self.granted(principal)
-        if len(granted) == 1:
-            ws, access = granted[0]
-            return self._check_level(ws, access, needed)
-        if granted and root_hints:
-            hinted = []
-            for ws, access in granted:
-                for root in root_hints:
-                    try:
-                        lexical.contain(ws.components, root)
-                    except SandboxError:
-                        continue
-                    hinted.append((ws, access))
-                    break
-            if len(hinted) == 1:
-                return self._check_level(*hinted[0], needed)
-        if not granted:
-            raise NotGranted("No workspace is granted to you, so there is nothing to work on.")
-        raise NotGranted(
-            "You have several workspaces; pass workspaceUri (see workspaces_list) to choose one."
-        )
-
-    @staticmethod
-    def _check_level(ws: Workspace, access: Access, needed: Access) -> Workspace:
-        if access < needed:
-            raise NotGranted(
-                f"Your grant on workspace '{ws.name}' is '{access.label}', and this needs "
-                f"'{needed.label}'."
-            )
-        return ws
+        """The workspace to use when the caller named none (see :meth:`Scope.default`)."""
+        scope = self.scope(principal)
+        return Scope(principal, scope.granted, tuple(root_hints)).default_for(needed)

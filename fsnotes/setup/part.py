@@ -69,6 +69,12 @@ class SetupPart:
     parents: list[Root]
     scope: RuntimeScope
 
+    def start_watching(self) -> None:
+        """Keep the run-time grants fresh from the store's change feed (PostgreSQL), so no
+        request waits for the store: call once the jail is up (the feed is a thread)."""
+        if self.policy.enabled:
+            self.scope.start_watching()
+
     def close(self) -> None:
         """Close the run-time folders and the allowlisted parents."""
         self.scope.close()
@@ -171,8 +177,9 @@ def _page_runner(
         from fsnotes.setup.runner import PageRunner
     except ImportError as exc:
         raise SetupError(
-            f"the setup page needs its optional HTTP stack ({exc.name} is missing); install "
-            "it with: pip install 'fsnotes[setup]'"
+            f"the setup page needs its HTTP stack ({exc.name} is missing): starlette and "
+            "uvicorn are dependencies of fsnotes; reinstall it (pip install --force-reinstall "
+            "fsnotes)"
         ) from None
 
     def grantable(setup: Setup) -> bool:

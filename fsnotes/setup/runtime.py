@@ -12,9 +12,16 @@ layer of :class:`~fsnotes.security.grants.Grants`: it is the
   parent's Root, which was opened at start-up and is covered by the Landlock rules. The
   folder is never opened by name from ``/``: a symlink planted in the parent cannot redirect
   it, and layer 3 holds even if it could.
-- Changes made by other processes are picked up on the next lookup: ``sync`` compares the
-  store's generation number (one small query) and reloads only when it moved; until then
-  :meth:`RuntimeScope.runtime_layer` returns the very same layer object.
+- Changes made by other processes are picked up without a request ever waiting for the
+  store. ``sync`` compares the store's generation number (one small query) and reloads only
+  when it moved; until then :meth:`RuntimeScope.runtime_layer` returns the very same layer
+  object. Who calls ``sync`` depends on the backend. PostgreSQL: once
+  :meth:`RuntimeScope.start_watching` ran (the server does once its jail is up), the store's
+  change feed (``LISTEN``/``NOTIFY``) calls it in a thread of its own, milliseconds after
+  another instance commits a change, and requests read the layer without a query; while the
+  database is unreachable the last good layer stands (a change made meanwhile by an instance
+  that can still reach it counts here once the feed reconnects). SQLite (a local file,
+  where a read never waits): each request's lookup calls it, once.
 """
 
 from __future__ import annotations
@@ -30,13 +37,13 @@ from fsnotes.security.grants import Access, Grant, RuntimeLayer, Workspace
 from fsnotes.security.shown import has_hidden
 from fsnotes.setup.policy import SetupPolicy
 from fsnotes.setup.store import SetupStore, StoredGrant
+from fsnotes.state.database import ChangeFeed
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import Root
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.setup")
-
-Components = tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ class RuntimeScope:
         self._layer = RuntimeLayer()
         self._opened: dict[Components, Workspace] = {}  # run-time folders opened so far
         self._roots: list[Root] = []
+        self._feed: ChangeFeed | None = None
 
     # --- policy --------------------------------------------------------------------------
 
@@ -185,14 +193,23 @@ class RuntimeScope:
 
     # --- sync ----------------------------------------------------------------------------
 
+    def start_watching(self) -> None:
+        """From now on keep the layer fresh from the store's change feed, if it has one
+        (PostgreSQL; a thread: call once the jail is up). Without one, each lookup syncs."""
+        if self._feed is None:
+            self._feed = self.store.watch(self.sync)
+
     def runtime_layer(self) -> RuntimeLayer:
-        """The run-time layer, reloaded first if a stored grant changed (the GrantSource
-        protocol: called before every lookup of the ``Grants`` made with this scope)."""
-        self.sync()
+        """The run-time layer (the GrantSource protocol: asked once per request's scope).
+        With a change feed, as the feed keeps it, asking nothing of the store (the last
+        good layer while the store is down); without one, synced first (a local read)."""
+        if self._feed is None:
+            self.sync()
         return self._layer
 
-    def sync(self) -> None:
-        """Reload the run-time layer if a stored grant changed (in any process).
+    def sync(self) -> bool:
+        """Reload the run-time layer if a stored grant changed (in any process); whether the
+        store could be read.
 
         A store that cannot be read leaves the previous layer in place and logs why: the
         configured grants keep working.
@@ -201,19 +218,20 @@ class RuntimeScope:
             generation = self.store.generation()
         except Exception as exc:  # sqlite3.Error and OSError: never break configured access
             log.warning("cannot read the grant database: %s", exc)
-            return
+            return False
         if generation == self._generation:
-            return
+            return True
         with self._lock:
             if generation == self._generation:
-                return
+                return True
             try:
                 stored = self.store.grants()
             except Exception as exc:
                 log.warning("cannot read the grant database: %s", exc)
-                return
+                return False
             self._apply(stored)
             self._generation = generation
+        return True
 
     def _apply(self, stored: list[StoredGrant]) -> None:
         configured = {ws.components: ws for ws in self._configured}
@@ -274,6 +292,9 @@ class RuntimeScope:
         return ws
 
     def close(self) -> None:
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
         for root in self._roots:
             root.close()
         self._roots.clear()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from fsnotes.security.grants import Access
 from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
-from fsnotes.state.database import SQL, Database
+from fsnotes.state.database import SQL, ChangeFeed, Database
 from fsnotes.state.shared import SharedState
 from fsnotes.state.sqlite import LocalDB
 
@@ -55,6 +55,8 @@ SETUP_ID_BYTES = 18  # 144 random bits: an opaque, unguessable name (it is not a
 CSRF_BYTES = 32
 # Decided and expired setups are kept this long for their status page, then pruned.
 KEEP_DECIDED_S = 24 * 3600.0
+# The change feed's channel: every transaction that changes a stored grant notifies it.
+GRANTS_CHANNEL = "fsnotes_grants"
 
 
 class SetupStatus(enum.StrEnum):
@@ -217,6 +219,7 @@ class SetupStore:
 
     def _bump(self, db: SQL) -> None:
         db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+        self._db.notify(db, GRANTS_CHANNEL)
 
     def _upsert_grant(
         self,
@@ -546,6 +549,13 @@ class SetupStore:
         return [
             StoredGrant(str(p), str(d), Access(int(a)), float(t), str(s)) for p, d, a, t, s in rows
         ]
+
+    def watch(self, on_change: Callable[[], bool]) -> ChangeFeed | None:
+        """Call ``on_change`` (in a thread of its own) soon after a stored grant changes in
+        any process, or ``None`` when the backend has no change feed (SQLite: reading
+        :meth:`generation` is a local read that never waits). See
+        :meth:`~fsnotes.state.database.Database.watch`."""
+        return self._db.watch(GRANTS_CHANNEL, on_change)
 
     def generation(self) -> int:
         """A number that changes whenever a stored grant changes (in any process)."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         default_instance,
         open_audit,
     )
-    from fsnotes.state.database import SQL, Database
+    from fsnotes.state.database import SQL, ChangeFeed, Database
     from fsnotes.state.history_store import (
         DEFAULT_MAX_AGE_S,
         DEFAULT_MAX_BYTES,
@@ -47,10 +47,11 @@ if TYPE_CHECKING:
         StoreFull,
         open_replay,
     )
-    from fsnotes.state.shared import SharedState, StateUnavailable
+    from fsnotes.state.shared import DB_FILES, SharedState, StateUnavailable
     from fsnotes.state.sqlite import LocalDB
 
 __all__ = [
+    "DB_FILES",
     "DEFAULT_MAX_AGE_S",
     "DEFAULT_MAX_BYTES",
     "PENDING",
@@ -58,6 +59,7 @@ __all__ = [
     "AlreadyUsed",
     "AuditUnavailable",
     "Auditor",
+    "ChangeFeed",
     "ClaimNotRecorded",
     "Database",
     "Entry",
@@ -87,7 +89,9 @@ _HOME = {
     "AlreadyUsed": "replay",
     "AuditUnavailable": "audit",
     "Auditor": "audit",
+    "ChangeFeed": "database",
     "ClaimNotRecorded": "replay",
+    "DB_FILES": "shared",
     "DEFAULT_MAX_AGE_S": "history_store",
     "DEFAULT_MAX_BYTES": "history_store",
     "Database": "database",

@@ -14,7 +14,7 @@ never a raw driver exception.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -35,6 +35,18 @@ class SQL(Protocol):
     """A connection inside one of :class:`Database`'s blocks."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Rows: ...
+
+
+class ChangeFeed(Protocol):
+    """A thread telling one process of the changes other processes commit (see
+    :meth:`Database.watch`)."""
+
+    @property
+    def listening(self) -> bool:
+        """Connected and told of changes now (false while the database is unreachable)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class Database(Protocol):
@@ -63,4 +75,16 @@ class Database(Protocol):
         it touches are what conflicts (on SQLite the same as :meth:`immediate`).
         ``durable=False``: its commit returns before it is on disk (a crash may lose it,
         never a transaction committed durably before or after it)."""
+        ...
+
+    def watch(self, channel: str, on_change: Callable[[], bool]) -> ChangeFeed | None:
+        """Call ``on_change`` in a thread of its own soon after any process commits a
+        transaction that called :meth:`notify` for ``channel`` (and when the feed starts or
+        reconnects; ``on_change`` returns whether it succeeded, and is called again if not).
+        ``None``: this backend has no feed (SQLite: reading is local and never waits, so a
+        reader checks for itself). A feed runs a thread: start it once the jail is up."""
+        ...
+
+    def notify(self, sql: SQL, channel: str) -> None:
+        """Within a transaction on ``sql``: tell the feeds on ``channel`` when it commits."""
         ...

@@ -22,10 +22,11 @@ Guarantees and limits:
   transaction after :data:`IDLE_IN_TRANSACTION_S` (its transaction rolls back), and TCP
   keepalives notice a vanished peer within seconds.
 - **No thread before the jail.** Landlock binds only the threads started after it (see
-  :mod:`sandbox.jail`), and the pool runs worker threads. A server's :class:`Postgres` is
-  made with ``pooled=False``: until :meth:`Postgres.start_pool` (called once the jail is
-  up) every use opens a plain connection of its own and closes it, which starts no thread;
-  the tables are always created that way.
+  :mod:`sandbox.jail`), and the pool runs worker threads (a change feed, :class:`Listener`,
+  one more). A server's :class:`Postgres` is made with ``pooled=False``: until
+  :meth:`Postgres.start_pool` (called once the jail is up) every use opens a plain
+  connection of its own and closes it, which starts no thread, and no feed may start; the
+  tables are always created that way.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import logging
 import re
 import select
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -98,6 +100,15 @@ _RESOLVER_FILES = (
     "/etc/host.conf",
 )
 DEFAULT_PORT = 5432
+# A change feed (Listener) wakes this often to see whether it should stop; it is also the
+# wait before a failed callback is tried again.
+FEED_POLL_S = 1.0
+# A change feed calls its callback at least this often, notified or not (a notification
+# lost in a reconnection race), and probes its connection then.
+FEED_CHECK_S = 30.0
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+log = logging.getLogger("fsnotes.state")
 
 
 class DatabaseSettingError(ValueError):
@@ -281,6 +292,13 @@ class Postgres:
         """From now on connections come from the pool (opened on first use)."""
         self._pooled = True
 
+    def listen(self, channel: str, on_change: Callable[[], bool]) -> Listener:
+        """A change feed on ``channel`` (see :class:`Listener`). It runs a thread, so an
+        unpooled instance refuses until :meth:`start_pool` (the jail is up)."""
+        if not self._pooled:
+            raise RuntimeError("a change feed runs a thread: start it once the jail is up")
+        return Listener(self, channel, on_change)
+
     @contextlib.contextmanager
     def _direct(self) -> Iterator[psycopg.Connection[Any]]:
         with psycopg.connect(self._conninfo, autocommit=True) as conn:
@@ -363,6 +381,14 @@ class PgDB:
 
     def _fail(self, exc: BaseException) -> Exception:
         return self._error(describe(exc, self._pg.scrub))
+
+    def watch(self, channel: str, on_change: Callable[[], bool]) -> Listener:
+        """A change feed on ``channel`` (see :class:`Listener`); a transaction tells it of
+        a change with :func:`notify`."""
+        return self._pg.listen(channel, on_change)
+
+    def notify(self, sql: SQL, channel: str) -> None:
+        notify(sql, channel)
 
     def create(self, schema: Sequence[str]) -> None:
         try:
@@ -475,3 +501,78 @@ def _release(conn: psycopg.Connection[Any], held: Sequence[tuple[int, str]]) -> 
     except psycopg.Error:
         with contextlib.suppress(psycopg.Error):
             conn.close()
+
+
+class Listener:
+    """A change feed: ``on_change`` called in a thread of its own after every commit that
+    notified ``channel`` (``NOTIFY``, see :func:`notify`), on a connection of its own.
+
+    It is called once as soon as the feed listens (and again after every reconnection,
+    since notifications sent while it was away are lost), and every :data:`FEED_CHECK_S`
+    whatever happened, so a change is never missed for longer than that while the database
+    is reachable. ``on_change`` returns whether it succeeded; when it did not, it is called
+    again :data:`FEED_POLL_S` later. While the database is unreachable the feed retries its
+    connection (backing off from 1 s to :data:`RECONNECT_S`) and calls nothing: whoever reads
+    what ``on_change`` keeps up to date reads the last good state, without waiting.
+    """
+
+    def __init__(self, pg: Postgres, channel: str, on_change: Callable[[], bool]) -> None:
+        if not _IDENTIFIER.fullmatch(channel):
+            raise ValueError(f"not a channel name: {channel!r}")
+        self._pg = pg
+        self._channel = channel
+        self._on_change = on_change
+        self._stop = threading.Event()
+        self.listening = False  # connected and listening now
+        self._thread = threading.Thread(
+            target=self._run, name=f"fsnotes-feed-{channel}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        delay = 1.0
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._pg._conninfo, autocommit=True) as conn:
+                    _configure(conn)
+                    conn.execute(f"LISTEN {self._channel}")
+                    self.listening, delay = True, 1.0
+                    self._follow(conn)
+            except psycopg.Error as exc:
+                if not self._stop.is_set():
+                    log.warning(
+                        "the %s change feed %s", self._channel, describe(exc, self._pg.scrub)
+                    )
+            finally:
+                self.listening = False
+            self._stop.wait(delay)
+            delay = min(delay * 2, RECONNECT_S)
+
+    def _follow(self, conn: psycopg.Connection[Any]) -> None:
+        pending, checked = True, time.monotonic()
+        while not self._stop.is_set():
+            if time.monotonic() - checked >= FEED_CHECK_S:
+                conn.execute("SELECT 1")  # a connection that died silently raises here
+                pending = True
+            if pending:
+                checked = time.monotonic()
+                pending = not self._changed()
+            for _ in conn.notifies(timeout=FEED_POLL_S, stop_after=1):
+                pending = True
+
+    def _changed(self) -> bool:
+        try:
+            return self._on_change()
+        except Exception:  # the feed outlives a bad callback; the next change calls it again
+            log.exception("the %s change feed's callback failed", self._channel)
+            return False
+
+    def close(self) -> None:
+        """Stop (within :data:`FEED_POLL_S`; the thread is a daemon, nothing waits for it)."""
+        self._stop.set()
+
+
+def notify(sql: SQL, channel: str) -> None:
+    """Tell every :class:`Listener` on ``channel`` when the transaction of ``sql`` commits
+    (nothing if it rolls back)."""
+    sql.execute("SELECT pg_notify(?, '')", (channel,))

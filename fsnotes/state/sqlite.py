@@ -111,6 +111,13 @@ class LocalDB:
         self._local.db = db
         return db
 
+    def watch(self, channel: str, on_change: Callable[[], bool]) -> None:
+        """No change feed: a reader sees a change by reading (a local file, no wait)."""
+        return None
+
+    def notify(self, sql: object, channel: str) -> None:
+        """Nothing to tell: there is no change feed (see :meth:`watch`)."""
+
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection for reads (and single autocommit statements)."""

@@ -51,7 +51,7 @@ def plant_leftovers(vault: Path) -> list[str]:
 
 def catalog_of(server: Server) -> Catalog:
     svc = server.service.acting_for(server.config.principal)
-    ws = svc.grants.all_workspaces()[0]
+    ws = server.service.grants.all_workspaces()[0]
     return svc.catalogs.of(ws, svc.stores[ws.name])
 
 

@@ -18,6 +18,7 @@ from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.tools import linkservice
 from fsnotes.notes.tools.confirm import DeleteFlow
+from fsnotes.notes.tools.errors import ServiceError
 from fsnotes.notes.tools.models import (
     DeleteResult,
     MoveResult,
@@ -47,7 +48,7 @@ from fsnotes.notes.tools.models_links import (
 )
 from fsnotes.notes.tools.relink import MAX_LINK_REWRITES
 from fsnotes.notes.tools.restore import notes_history, notes_restore
-from fsnotes.notes.tools.service import Notes, NotesService, ServiceError
+from fsnotes.notes.tools.service import Notes, NotesService
 from fsnotes.protocol.registry import (
     InputRequired,
     RequestContext,
@@ -98,6 +99,9 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
     session's roots as hints (``ctx.roots``; None for a stateless request)."""
 
     def acting(ctx: RequestContext) -> Notes:
+        # One Scope per handler call: the grants consulted once, here. A legacy handler
+        # called again after a person answered a live question gets a new one on purpose:
+        # a grant revoked while they decided stops a delete.
         return service.acting_for(ctx.principal, ctx.roots)
 
     async def workspaces_list(ctx: RequestContext, a: WorkspacesListArgs) -> WorkspacesListResult:
@@ -203,10 +207,11 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             name="notes_search",
             title="Search notes",
             description="Ranked full-text search of note titles, headings, paths, tags, "
-            'frontmatter and content. Query: words are ANDed; "quoted phrases" match in order; '
-            "prefix* matches word starts; case, accents and English word endings are ignored; "
-            "folder and tag narrow the scope. Each result has an excerpt with the matched words "
-            "in **bold** and its line number.",
+            "frontmatter and content. Pass the user's question or its distinctive keywords as "
+            "they are (any-word, best first: notes with all the words or with them in the "
+            'title rank ahead); "quoted phrases" match in order, prefix* matches word starts; '
+            "folder, tag and where narrow the scope. Each result has an excerpt with the "
+            "matched words in **bold** and its line number.",
             input_model=NotesSearchArgs,
             output_model=NotesSearchResult,
             annotations=_read_only("Search notes"),

@@ -26,8 +26,9 @@ from fsnotes.notes.index.noteindex import IndexProblem
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import daily
 from fsnotes.notes.text.daily import DailySettings
+from fsnotes.notes.tools.errors import ServiceError, explain
 from fsnotes.notes.tools.resources import mime_for
-from fsnotes.notes.tools.service import Located, Notes, NotesService, ServiceError, explain
+from fsnotes.notes.tools.service import Located, Notes, NotesService
 from fsnotes.protocol.registry import (
     InputRequired,
     InternalError,
@@ -215,7 +216,7 @@ class NotesPrompts:
         when = f"{daily.weekday(day)} {day.isoformat()}"
         messages: list[JSONObject] = []
         existing = _existing(target)
-        may_write = (notes.grants.access(notes.principal, ws) or Access.READ) >= Access.WRITE
+        may_write = (notes.scope.access(ws) or Access.READ) >= Access.WRITE
         if existing is not None:
             messages.append(
                 _text(

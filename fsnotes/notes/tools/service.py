@@ -2,9 +2,10 @@
 
 :class:`NotesService` holds what every request shares and knows no principal;
 :meth:`NotesService.acting_for` gives one request's view, :class:`Notes`, for the principal
-its transport named. Every public method of :class:`Notes` starts with authorization for
-that principal, then turns the caller's URI or relative path into components with layer 1
-(:mod:`sandbox.uri`), and only then touches a workspace through its
+its transport named, with that request's :class:`~fsnotes.security.grants.Scope` (the grants
+consulted once, when the request starts). Every public method of :class:`Notes` starts with
+authorization against that scope, then turns the caller's URI or relative path into
+components with layer 1 (:mod:`sandbox.uri`), and only then touches a workspace through its
 :class:`~fsnotes.notes.store.NoteStore`. Every mutation runs inside :meth:`Notes.audited`
 (the audit log's intent before it, its outcome after). Methods are synchronous (they do
 file I/O); the async tool handlers run them in a worker thread.
@@ -12,11 +13,7 @@ file I/O); the async tool handlers run them in a worker thread.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import errno
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +30,7 @@ from fsnotes.notes.text.query import QueryError
 from fsnotes.notes.text.query import parse as parse_query
 from fsnotes.notes.text.where import conditions
 from fsnotes.notes.tools import relink
+from fsnotes.notes.tools.errors import ServiceError, explain
 from fsnotes.notes.tools.models import (
     DEFAULT_LIST_LIMIT,
     DEFAULT_SEARCH_LIMIT,
@@ -45,97 +43,21 @@ from fsnotes.notes.tools.models import (
     NotesReadResult,
     NotesSearchResult,
     NoteSummary,
-    SearchHit,
+    SearchHitOut,
     Snippet,
     WhereValue,
     WorkspaceOut,
     WorkspacesListResult,
     WriteResult,
 )
-from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
+from fsnotes.protocol import cursor as cursor_codec
+from fsnotes.security.grants import Access, Grants, Scope, Workspace, check_level
 from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
 from sandbox import errors as sx
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.notes")
-
-Components = tuple[str, ...]
-
-
-class ServiceError(Exception):
-    """One actionable sentence for the model (becomes an ``isError`` tool result)."""
-
-
-def explain(exc: BaseException, *operands: Components) -> str:
-    """Turn a sandbox/store/grant error into one actionable sentence without host paths.
-
-    ``operands`` are the paths the failed operation was given (a move's source, then its
-    destination). The sentence names the one the sandbox says it refused (``path``), and
-    the leading part of it at fault when that is known and shorter (the symlink, the mount
-    point, the file where a folder should be)."""
-    parts, culprit = _refused_on(exc, operands)
-    where = f"'{display(parts)}'" if parts else "That path"
-    at = f" at '{display(culprit)}'" if culprit else ""
-    match exc:
-        case NoteError() | NotGranted() | ServiceError():
-            return str(exc)
-        case sx.NotFound():
-            return f"{where} does not exist; check the path with notes_list or notes_search."
-        case sx.AlreadyExists():
-            return f"{where} already exists; choose another path (nothing is ever overwritten)."
-        case sx.Escape():
-            return (
-                f"{where} goes through a symbolic link or another filesystem{at}, which "
-                "fsnotes never follows; use a path to a regular note."
-            )
-        case sx.OutsideWorkspace():
-            return f"That path leaves the workspace ({exc}); use a path inside it."
-        case sx.InvalidURI():
-            return f"That URI is not a valid local file:// URI: {exc}."
-        case sx.TooDeep():
-            return (
-                f"That path is {exc.depth} levels deep; fsnotes allows at most {exc.limit} "
-                "below a workspace."
-            )
-        case sx.InvalidPath():
-            return f"That path is not valid: {exc}."
-        case sx.NotARegularFile():
-            return f"{where} is not a regular file, so it is not a note."
-        case sx.NotADirectory():
-            if culprit:
-                return f"'{display(culprit)}' in {where} is a file, not a folder."
-            return f"A folder in {where} is a file, not a folder."
-        case sx.TooLarge():
-            return f"{where} is larger than fsnotes reads; it was not opened."
-        case sx.HardLinked():
-            return (
-                f"{where} has several hard links (it may be shared with a file outside the "
-                "workspace), so fsnotes will not read or change it."
-            )
-        case sx.IdentityMismatch():
-            return f"{where} was replaced by another file meanwhile; nothing was changed."
-        case sx.PermissionDenied():
-            code = errno.errorcode.get(exc.errno or 0, "")
-            return f"The operating system denied access to {where}{f' ({code})' if code else ''}."
-        case sx.SandboxError():
-            return f"{where} could not be used: {exc}."
-    return "Internal error."
-
-
-def _refused_on(
-    exc: BaseException, operands: Sequence[Components]
-) -> tuple[Components | None, Components | None]:
-    """The operand ``exc`` is about (the first whose leading part its ``path`` is, else the
-    first given), and that leading part when it is shorter than the operand."""
-    first = operands[0] if operands else None
-    named = exc.path if isinstance(exc, sx.SandboxError) else None
-    if not named:
-        return first, None
-    culprit = tuple(named.split("/"))
-    for parts in operands:
-        if parts[: len(culprit)] == culprit:
-            return parts, culprit if len(culprit) < len(parts) else None
-    return first, None
 
 
 @dataclass(frozen=True)
@@ -164,35 +86,54 @@ class NotesService:
     history: History = field(default_factory=History.off)  # what changes keep (history.py)
 
     def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
-        """The notes as ``principal`` may use them, for one request. ``roots``: the roots a
-        legacy session's client reported (None for a modern, stateless request): hints
-        that may pick the default workspace among the granted ones, never add one."""
-        hints = None if roots is None else _root_hints(self.grants, principal, roots)
-        return Notes(
-            self.grants, self.stores, self.catalogs, self.audit, principal, hints, self.history
-        )
+        """The notes as ``principal`` may use them, for one request (one :class:`Scope`, so
+        one consultation of the grants). ``roots``: the roots a legacy session's client
+        reported (None for a modern, stateless request): hints that may pick the default
+        workspace among the granted ones, never add one."""
+        scope = self.grants.scope(principal, roots)
+        return Notes(scope, self.stores, self.catalogs, self.audit, self.history)
 
 
 @dataclass(frozen=True)
 class Notes:
-    """One request's view of the notes: its principal, and its session's root hints."""
+    """One request's view of the notes: its :class:`Scope` (principal, granted workspaces,
+    root hints), and what it resolved so far.
 
-    grants: Grants
+    Within the request a workspace or note URI is resolved against the scope once, and a
+    catalog made fresh to wait for the index (:meth:`workspace_catalog`, :meth:`prepare`) is
+    the one the tool's query then uses, without a second refresh (:meth:`catalog`).
+    """
+
+    scope: Scope
     stores: dict[str, NoteStore]
     catalogs: Catalogs
     audit: Auditor
-    principal: str
-    hints: tuple[Components, ...] | None = None  # None: no session, so no hints
     history: History = field(default_factory=History.off)
+    # What this request resolved: by workspace URI (None: the default), by note components
+    # (only successes), and the catalogs prepared for the next query, by workspace name.
+    _named: dict[str | None, tuple[Workspace, Access]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _contained: dict[Components, tuple[Workspace, Access, Components]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _prepared: dict[str, Catalog] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    @property
+    def principal(self) -> str:
+        return self.scope.principal
 
     # --- scope ---------------------------------------------------------------------------
 
     def workspace(self, workspace_uri: str | None, needed: Access) -> Workspace:
         """The workspace a call names, or its default when it names none (where a legacy
         session's roots may choose among several granted ones)."""
-        if workspace_uri is None:
-            return self.grants.default_for(self.principal, needed, self.hints or ())
-        return self.grants.authorize_workspace_uri(self.principal, workspace_uri, needed)
+        found = self._named.get(workspace_uri)
+        if found is None:
+            found = self._named[workspace_uri] = self.scope.named(workspace_uri)
+        return check_level(*found, needed)
 
     def locate(self, uri: str, needed: Access) -> Located:
         """Authorize and contain a note URI: the granted workspace and the relative names."""
@@ -200,11 +141,14 @@ class Notes:
             components = lexical.parse_file_uri(uri)
         except sx.InvalidURI as exc:
             raise ServiceError(explain(exc)) from None
-        try:
-            ws, rel = self.grants.authorize_note_uri(self.principal, components, needed)
-        except sx.TooDeep as exc:
-            raise ServiceError(explain(exc)) from None
-        return Located(ws, self.stores[ws.name], rel)
+        found = self._contained.get(components)
+        if found is None:
+            try:
+                found = self._contained[components] = self.scope.containing(components)
+            except sx.TooDeep as exc:
+                raise ServiceError(explain(exc)) from None
+        ws, access, rel = found
+        return Located(check_level(ws, access, needed), self.stores[ws.name], rel)
 
     def relative(self, ws: Workspace, path: str, *, allow_empty: bool = False) -> Located:
         try:
@@ -215,7 +159,7 @@ class Notes:
         return Located(ws, self.stores[ws.name], parts)
 
     def readable(self) -> list[Workspace]:
-        return [ws for ws, _ in self.grants.granted(self.principal)]
+        return self.scope.workspaces()
 
     # --- tools ---------------------------------------------------------------------------
 
@@ -223,7 +167,7 @@ class Notes:
         return WorkspacesListResult(
             workspaces=[
                 WorkspaceOut(uri=ws.uri, name=ws.name, access=access.label)
-                for ws, access in self.grants.granted(self.principal)
+                for ws, access in self.scope.granted
             ]
         )
 
@@ -304,11 +248,12 @@ class Notes:
         with _unavailable():
             found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
         results = [
-            SearchHit(
+            SearchHitOut(
                 uri=lexical.to_file_uri(ws.components + hit.row.parts),
                 path=display(hit.row.parts),
                 title=hit.row.title,
                 score=hit.score,
+                allTerms=hit.all_terms,
                 snippets=(
                     [Snippet(line=hit.excerpt.line, text=hit.excerpt.text)] if hit.excerpt else []
                 ),
@@ -320,6 +265,8 @@ class Notes:
             total=found.total,
             totalExact=found.total_exact,
             rankedAll=found.ranked_all,
+            dropped=[t.typed() for t in found.dropped],
+            common=[t.typed() for t in found.common],
             scanned=found.scanned,
             index=index_info(found.status),
         )
@@ -343,7 +290,17 @@ class Notes:
         edits: Sequence[Edit | tuple[str, str]] | None,
         etag: str | None,
     ) -> WriteResult:
-        loc = self.locate(uri, Access.WRITE)
+        return self.update_located(self.locate(uri, Access.WRITE), content, edits, etag)
+
+    def update_located(
+        self,
+        loc: Located,
+        content: str | None,
+        edits: Sequence[Edit | tuple[str, str]] | None,
+        etag: str | None,
+    ) -> WriteResult:
+        """:meth:`notes_update` of a note this request already located for writing (the
+        caller's authorization is what it rests on: a note of a move's link rewrite)."""
         written: list[str] = []
         before: list[str] = []
 
@@ -447,17 +404,30 @@ class Notes:
             current=lambda: current_etag(loc.store, loc.parts),
         )
 
-    def workspace_catalog(self, workspace_uri: str | None) -> Catalog:
-        """The catalog of the workspace a read call names (authorized for reading)."""
-        ws = self.workspace(workspace_uri, Access.READ)
-        return self.catalog(self.relative(ws, "", allow_empty=True), fresh=True)
+    def workspace_catalog(self, workspace_uri: str | None, needed: Access = Access.READ) -> Catalog:
+        """The catalog of the workspace a call names (authorized for ``needed``), prepared
+        for the call's query (see :meth:`prepare`)."""
+        ws = self.workspace(workspace_uri, needed)
+        return self.prepare(self.relative(ws, "", allow_empty=True))
+
+    def prepare(self, loc: Located) -> Catalog:
+        """The fresh catalog of ``loc``'s workspace, kept for the next :meth:`catalog` query
+        of this request (a handler waits on it for the index, then its query uses it: one
+        refresh per call, not two)."""
+        catalog = self.catalog(loc, fresh=True)
+        self._prepared[loc.workspace.name] = catalog
+        return catalog
 
     def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
-        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh)."""
+        """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh),
+        unless :meth:`prepare` just made it fresh for this query."""
         with _unavailable():
-            if fresh:
-                return self.catalogs.fresh(loc.workspace, loc.store)
-            return self.catalogs.of(loc.workspace, loc.store)
+            if not fresh:
+                return self.catalogs.of(loc.workspace, loc.store)
+            prepared = self._prepared.pop(loc.workspace.name, None)
+            if prepared is not None:
+                return prepared
+            return self.catalogs.fresh(loc.workspace, loc.store)
 
     def after_write(self, loc: Located, update: Callable[[Catalog], None]) -> None:
         """Tell the catalog about a write that already happened. Never raises: the file is
@@ -545,43 +515,21 @@ def _summary(ws: Workspace, row: Row) -> NoteSummary:
     )
 
 
-def _root_hints(grants: Grants, principal: str, roots: Sequence[Any]) -> tuple[Components, ...]:
-    """The roots inside the principal's granted workspaces, as components (the rest, and
-    anything that is not a valid file:// URI, are ignored: roots are hints)."""
-    granted = [ws for ws, _ in grants.granted(principal)]
-    hints: list[Components] = []
-    for root in roots:
-        uri = root.get("uri") if isinstance(root, Mapping) else None
-        try:
-            components = lexical.parse_file_uri(uri) if isinstance(uri, str) else None
-        except sx.SandboxError:
-            components = None
-        if components is None or not any(_inside(ws.components, components) for ws in granted):
-            log.debug("ignoring client root outside the granted workspaces: %r", uri)
-            continue
-        hints.append(components)
-    return tuple(hints)
-
-
-def _inside(base: Components, target: Components) -> bool:
-    return target[: len(base)] == base
-
-
 def encode_cursor(after: Components) -> str:
-    raw = json.dumps({"v": 1, "after": list(after)}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return cursor_codec.encode({"v": 1, "after": list(after)})
 
 
 def decode_cursor(cursor: str) -> Components:
     """The position a cursor encodes; ServiceError for anything this server did not issue."""
     bad = ServiceError("That cursor is not one this server issued; list again without it.")
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        value = cursor_codec.decode(cursor)
+    except ValueError:
         raise bad from None
-    after = value.get("after") if isinstance(value, dict) else None
-    if value.get("v") != 1 or not isinstance(after, list) or not after:
+    if not isinstance(value, dict) or value.get("v") != 1:
+        raise bad
+    after = value.get("after")
+    if not isinstance(after, list) or not after:
         raise bad
     if not all(isinstance(p, str) for p in after):
         raise bad

@@ -23,7 +23,7 @@ LOWERED_LIMIT = 200
 
 def catalog_of(server: Server) -> Catalog:
     svc = server.service.acting_for(server.config.principal)
-    ws = svc.grants.all_workspaces()[0]
+    ws = server.service.grants.all_workspaces()[0]
     return svc.catalogs.of(ws, svc.stores[ws.name])
 
 

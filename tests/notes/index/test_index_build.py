@@ -76,7 +76,7 @@ def servers(vault: Path, tmp_path: Path) -> Iterator[tuple[Server, Server]]:
 
 def _catalog(server: Server) -> Catalog:
     svc = server.service.acting_for(server.config.principal)
-    ws = svc.grants.all_workspaces()[0]
+    ws = server.service.grants.all_workspaces()[0]
     return svc.catalogs.of(ws, svc.stores[ws.name])
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fsnotes.app.server import Server
 from fsnotes.notes.store import MAX_NOTE_BYTES, NoteStore
 from fsnotes.notes.tools import linkservice, relink
-from fsnotes.notes.tools.service import Notes, ServiceError
+from fsnotes.notes.tools.service import Located, Notes, ServiceError
+from fsnotes.security.grants import Grants
 
 
 def uri(vault: Path, rel: str) -> str:
@@ -213,26 +215,48 @@ def test_a_move_before_the_index_is_complete_is_refused(server: Server, vault: P
     assert (vault / "money/costs.md").exists()
 
 
-def test_rewrites_go_through_notes_update(
+def test_rewrites_go_through_the_update_notes_update_runs(
     server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The update that notes_update runs (and whatever it records, such as history) is the
     # one a rewrite runs: every rewritten note passes through it, with the etag it was read at.
     calls: list[tuple[str, str | None]] = []
-    real = Notes.notes_update
+    real = Notes.update_located
 
     def recorded(
-        self: Notes, uri: str, content: str | None, edits: object, etag: str | None
+        self: Notes, loc: Located, content: str | None, edits: object, etag: str | None
     ) -> object:
-        calls.append((uri, etag))
-        return real(self, uri, content, edits, etag)  # type: ignore[arg-type]
+        calls.append((loc.uri, etag))
+        return real(self, loc, content, edits, etag)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Notes, "notes_update", recorded)
+    monkeypatch.setattr(Notes, "update_located", recorded)
     write(vault, "a.md", "[[projects/budget]]\n")
     etag_a = acting(server).notes_read(uri(vault, "a.md"), None, None).etag
     moved = acting(server).notes_move(uri(vault, "projects/budget.md"), "money/costs.md", None)
     assert (uri(vault, "a.md"), etag_a) in calls
     assert sorted(c[0] for c in calls) == [u.uri for u in moved.linksUpdated]
+
+
+def test_a_move_consults_the_grants_once_however_many_notes_it_rewrites(
+    server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The move is authorized once, for the moved note's workspace; each rewritten note is a
+    # note of that workspace, written through the located note, not authorized again by
+    # URI (1,000 linking notes were 1,000 more lookups of the grants).
+    for i in range(12):
+        write(vault, f"l/{i}.md", "[[projects/budget]]\n")
+    consulted: list[str] = []
+    real = Grants._current
+
+    def counted(self: Grants) -> Any:
+        consulted.append("grants")
+        return real(self)
+
+    monkeypatch.setattr(Grants, "_current", counted)
+    notes = acting(server)
+    moved = notes.notes_move(uri(vault, "projects/budget.md"), "money/costs.md", None)
+    assert len(moved.linksUpdated) >= 12
+    assert len(consulted) == 1, consulted  # the request's Scope, nothing per note
 
 
 def test_rewrite_helpers_open_no_index_connections_of_their_own(
