@@ -13,6 +13,7 @@ SCRIPTS = [
     "bench_protocol.py",
     "bench_notes.py",
     "bench_state.py",
+    "bench_history.py",
     "bench_outage.py",
     "bench_http.py",
     "bench_deploy.py",

@@ -53,9 +53,20 @@ def history_facts(
     except ConfigError as exc:
         return {"enabled": None, "detail": f"unknown: the configuration is not usable ({exc})"}
     h = config.history
+    store = str(config.state_dir / history_store.DB_NAME)
+    if config.database:
+        # Where the server would keep it: the shared database (named without its password;
+        # nothing is connected, and nothing created).
+        from fsnotes.state.shared import SharedState, StateUnavailable
+
+        try:
+            shared = SharedState.open(config.state_dir, config.database, pooled=False)
+            store = f"{shared.where} (tables history_*, every instance's)"
+        except StateUnavailable as exc:
+            store = f"the shared database, unusable here ({exc})"
     return {
         "enabled": h.enabled,
-        "store": str(config.state_dir / history_store.DB_NAME),
+        "store": store,
         "max_size_bytes": h.max_bytes,
         "max_age_days": h.max_age_s / 86400,
     }

@@ -176,7 +176,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             )
         except AuditUnavailable as exc:
             raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
-        history = open_history(config, clock)
+        history = open_history(config, clock, shared)
         sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
         try:
             setup = build_setup(
@@ -237,25 +237,31 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
     )
 
 
-def open_history(config: Config, clock: Any) -> History:
-    """The history store (pruned to its bounds now), or none with --no-history: then no
-    history file is created or opened at all."""
+def open_history(config: Config, clock: Any, shared: SharedState | None = None) -> History:
+    """The history store (pruned to its bounds now): in ``shared``'s PostgreSQL database
+    when it has one (every instance's), else in the state directory; none with
+    --no-history, and then no history file is created or opened at all."""
     settings = config.history
     if not settings.enabled:
         log.info("history off (--no-history): changes keep no copy of what they replace")
         return History.off()
+    where = (
+        f"in {config.state_dir}"
+        if shared is None or shared.postgres is None
+        else f"({shared.where})"
+    )
     try:
         store = HistoryStore(
             config.state_dir,
             max_bytes=settings.max_bytes,
             max_age_s=settings.max_age_s,
             clock=clock,
+            shared=shared,
         )
         store.prune()  # a bound lowered since the last run, or versions that aged meanwhile
     except HistoryUnavailable as exc:
         raise ConfigError(
-            f"cannot open the history database in {config.state_dir}: {exc} "
-            "(--no-history starts without it)"
+            f"cannot open the history database {where}: {exc} (--no-history starts without it)"
         ) from None
     return History(store)
 

@@ -5,9 +5,9 @@
 the copy is durable when that call returns, and if it cannot be made (the store is busy,
 full or unusable) it raises :class:`HistoryUnavailable` and the tool changes nothing. When
 the block ends the copy is settled; when it raises, the copy is kept only if the note no
-longer holds those bytes (the change may have happened before the failure). The writers'
-lock is held for the whole block, so a process killed inside it leaves a pending copy that
-the next writer or reader of the note resolves the same way (see
+longer holds those bytes (the change may have happened before the failure). The note's
+writers' lock is held for the whole block, so a process killed inside it leaves a pending
+copy that the next writer or reader of the note resolves the same way (see
 :mod:`fsnotes.state.history_store`).
 
 With history off (``--no-history``) :meth:`History.keeping` keeps nothing and takes no lock.
@@ -117,7 +117,7 @@ class History:
         if store is None:
             yield keep
             return
-        with store.writing():
+        with store.writing(workspace, display(parts)):
             try:
                 yield keep
             except BaseException:
@@ -160,7 +160,7 @@ class History:
         history = self.store
         if history is None or not history.has_pending(workspace, display(parts)):
             return
-        with history.writing_if_free() as held:
+        with history.writing_if_free(workspace, display(parts)) as held:
             if not held:
                 return
             now = current_etag(store, parts)

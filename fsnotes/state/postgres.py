@@ -376,6 +376,8 @@ class PgDB:
         self._key = lock_key(name)
         self._error = error
         self.where = pg.where
+        # The connection a thread keeps inside :meth:`holding` (its session holds the locks).
+        self._pinned = threading.local()
 
     def _fail(self, exc: BaseException) -> Exception:
         return self._error(describe(exc, self._pg.scrub))
@@ -394,11 +396,65 @@ class PgDB:
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
+    def _connection(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        pinned: psycopg.Connection[Any] | None = getattr(self._pinned, "conn", None)
+        if pinned is not None:
+            return contextlib.nullcontext(pinned)
+        return self._pg.connection()
+
     @contextlib.contextmanager
     def reading(self) -> Iterator[SQL]:
         try:
-            with self._pg.connection() as conn:
+            with self._connection() as conn:
                 yield _PgSQL(conn)
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+
+    @contextlib.contextmanager
+    def holding(self, locks: Sequence[tuple[str, bool]], *, wait: bool) -> Iterator[bool]:
+        """Hold session-level advisory locks for the block, across any number of
+        transactions: ``locks`` is (name, shared) pairs, taken in that order (coarser first,
+        so that two holders never wait for each other); a shared one is held beside other
+        shared holders of it, an exclusive one alone. The block's :meth:`reading`,
+        :meth:`immediate` and :meth:`transaction` in this thread run on the session holding
+        them (one pooled connection, not one more per statement).
+
+        ``wait=True``: waits up to the session's lock timeout (:data:`LOCK_WAIT_S`), then
+        the store's "busy, try again" error; yields True. ``wait=False``: yields False at
+        once when another session holds one of them (nothing is held then).
+
+        A process that dies, or a session the server ends, releases them with it; a release
+        that fails ends the session too, so a lock never outlives its block on a pooled
+        connection.
+        """
+        if getattr(self._pinned, "conn", None) is not None:
+            raise RuntimeError("advisory locks are already held by this thread")
+        keys = [(lock_key(name), "_shared" if shared else "") for name, shared in locks]
+        try_ = "" if wait else "try_"
+        # All in one statement (one round trip), taken left to right.
+        take = "SELECT " + ", ".join(f"pg_{try_}advisory_lock{kind}(%s)" for _, kind in keys)
+        try:
+            with self._pg.connection() as conn:
+                try:
+                    row = conn.execute(take, [key for key, _ in keys]).fetchone()
+                except psycopg.Error:
+                    # A session lock taken before the one that timed out stays held (they
+                    # ignore transactions): end the session, which drops every one of them.
+                    conn.close()
+                    raise
+                got = tuple(row) if row is not None else (False,) * len(keys)
+                held = [k for k, ok in zip(keys, got, strict=True) if wait or ok is True]
+                try:
+                    if len(held) < len(keys):
+                        yield False
+                        return
+                    self._pinned.conn = conn
+                    try:
+                        yield True
+                    finally:
+                        self._pinned.conn = None
+                finally:
+                    _release(conn, held)
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
@@ -417,7 +473,7 @@ class PgDB:
         # Committed when the block ends, rolled back when it raises (psycopg's
         # Transaction); any driver error, the commit's included, becomes the store's.
         try:
-            with self._pg.connection() as conn, conn.transaction():
+            with self._connection() as conn, conn.transaction():
                 if serialise:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
                 if not durable:
@@ -427,6 +483,24 @@ class PgDB:
                 yield _PgSQL(conn)
         except psycopg.Error as exc:
             raise self._fail(exc) from None
+
+
+def _release(conn: psycopg.Connection[Any], held: Sequence[tuple[int, str]]) -> None:
+    """Release session advisory locks (one statement); when that fails, end the session
+    (which releases them): a pooled connection must never carry a lock into another
+    request."""
+    if not held or conn.closed:
+        return
+    try:
+        release = "SELECT " + ", ".join(
+            f"pg_advisory_unlock{kind}(%s)" for _, kind in reversed(held)
+        )
+        row = conn.execute(release, [key for key, _ in reversed(held)]).fetchone()
+        if row is None or not all(row):
+            raise psycopg.OperationalError("an advisory lock was not held at its release")
+    except psycopg.Error:
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
 
 
 class Listener:

@@ -1,11 +1,13 @@
 """Where the state that instances must share lives: the state directory, or PostgreSQL.
 
-Three stores are shared: the replay store (a confirmation executes once), the setup store
-(pending setups and run-time grants) and the audit log. By default each is a SQLite file in
-the state directory (``replay.sqlite3``, ``setup.sqlite3``, ``audit.sqlite3``), which every
-process sharing that directory on one machine shares. With ``[state] database =
-"postgresql://..."`` (or ``FSNOTES_DATABASE``) all three are tables of that one database,
-shared by every instance that names it, on any machine.
+Four stores are shared: the replay store (a confirmation executes once), the setup store
+(pending setups and run-time grants), the audit log and the history (opened by
+:mod:`fsnotes.state.history_store` itself: its SQLite file takes settings of its own). By
+default each is a SQLite file in the state directory (``replay.sqlite3``,
+``setup.sqlite3``, ``audit.sqlite3``, ``history.sqlite3``), which every process sharing that
+directory on one machine shares. With ``[state] database = "postgresql://..."`` (or
+``FSNOTES_DATABASE``) all four are tables of that one database, shared by every instance
+that names it, on any machine.
 
 The sealing keys stay a file (``seal-keys.json`` in each instance's state directory): every
 instance must be given the same file (see docs/team.md).

@@ -184,6 +184,15 @@ def test_doctor_states_whether_history_is_kept_where_and_within_which_bounds(
         env={**env, "FSNOTES_HISTORY_MAX_SIZE_MIB": "64", "FSNOTES_HISTORY_MAX_AGE_DAYS": "7"},
     )
     assert "at most 64 MiB and 7 days" in bounded.stdout
+    shared = subprocess.run(
+        [*run, "--json"], capture_output=True, text=True, timeout=60, check=True,
+        env={**env, "FSNOTES_DATABASE": "postgresql://fsnotes:s3cret@db.example:5432/notes"},
+    )  # fmt: skip
+    assert json.loads(shared.stdout)["history"]["store"] == (
+        "PostgreSQL at postgresql://fsnotes@db.example:5432/notes (tables history_*, "
+        "every instance's)"
+    )
+    assert "s3cret" not in shared.stdout
     assert not state.exists()  # doctor only reports; it creates nothing
 
 

@@ -275,3 +275,57 @@ def test_two_processes_keeping_copies_at_once_keep_every_one(tmp_path: Path) -> 
             f"{name} {i}\n".encode() for i in reversed(range(rounds))
         ]
     assert store.usage() == accounted(state)
+
+
+# The file as fsnotes made it before version numbers were the time and chance (schema 1):
+# the version's counter was its number.
+SCHEMA_1 = """
+PRAGMA auto_vacuum = INCREMENTAL;
+PRAGMA journal_mode = WAL;
+PRAGMA user_version = 1;
+CREATE TABLE blob (id INTEGER PRIMARY KEY, etag TEXT NOT NULL UNIQUE, size INTEGER NOT NULL,
+  data BLOB NOT NULL);
+CREATE TABLE version (id INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL,
+  path TEXT NOT NULL, at REAL NOT NULL, blob INTEGER NOT NULL REFERENCES blob(id),
+  principal TEXT NOT NULL, tool TEXT NOT NULL, moved_to TEXT, pending INTEGER NOT NULL);
+CREATE INDEX version_note ON version(workspace, path, pending, id);
+CREATE INDEX version_at ON version(at);
+CREATE INDEX version_blob ON version(blob);
+CREATE TABLE usage (one INTEGER PRIMARY KEY CHECK (one = 1), bytes INTEGER NOT NULL);
+INSERT INTO usage(one, bytes) VALUES (1, 0);
+CREATE TRIGGER blob_in AFTER INSERT ON blob BEGIN UPDATE usage SET bytes = bytes + NEW.size; END;
+CREATE TRIGGER blob_out AFTER DELETE ON blob BEGIN UPDATE usage SET bytes = bytes - OLD.size; END;
+CREATE TRIGGER version_in AFTER INSERT ON version
+  BEGIN UPDATE usage SET bytes = bytes + 384; END;
+CREATE TRIGGER version_out AFTER DELETE ON version
+  BEGIN UPDATE usage SET bytes = bytes - 384; END;
+"""
+
+
+def test_a_file_of_schema_1_keeps_its_versions_and_their_numbers(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    statedir.prepare_dir(state)
+    clock = Clock()
+    db = sqlite3.connect(state / DB_NAME, isolation_level=None)
+    db.executescript(SCHEMA_1)
+    for i, text in enumerate((b"one\n", b"two\n"), start=1):
+        db.execute("INSERT INTO blob(etag, size, data) VALUES (?, ?, ?)", (etag_of(text), 4, text))
+        db.execute(
+            "INSERT INTO version(workspace, path, at, blob, principal, tool, pending)"
+            " VALUES (?, 'a.md', ?, ?, 'ada', 'notes_update', 0)",
+            (WS, clock.now, i),
+        )
+    db.close()
+    store = open_store(state, clock)
+    versions, total = store.versions(WS, "a.md", 10)
+    assert total == 2 and [v.id for v in versions] == [2, 1]  # the numbers people were shown
+    old = store.version(WS, "a.md", 1)
+    assert old is not None and store.content(old) == b"one\n"
+    new = keep(store, b"three\n")
+    assert new > 2 and [v.id for v in store.versions(WS, "a.md", 10)[0]] == [new, 2, 1]
+    assert store.usage() == accounted(state)
+    again = open_store(state, clock)  # a second open finds it migrated
+    assert [v.id for v in again.versions(WS, "a.md", 10)[0]] == [new, 2, 1]
+    db = sqlite3.connect(state / DB_NAME)
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    db.close()

@@ -4,6 +4,12 @@ A note's versions are found by its URI (the workspace and the path), so a note t
 deleted or moved away keeps its history under the URI it had. Listing needs read access;
 restoring needs write access, whether it replaces a note or re-creates a deleted one.
 
+A version number names one version of one note wherever it is asked (numbers are made of
+the time and chance, not counted per store, and with a shared database every instance reads
+the same store), and the bytes written are
+checked against that version's SHA-256 first: a restore writes exactly the version the
+caller was shown, or nothing.
+
 A restore is a normal write. Over an existing note it is an etag-checked update (the etag
 is required: restoring never replaces a note nobody looked at), and what it replaces is kept
 as a version of its own, so a restore can be undone like any update. Where no note exists it
@@ -69,10 +75,10 @@ def notes_restore(notes: Notes, uri: str, version: int, etag: str | None) -> Not
         found = store.version(loc.workspace.uri, path, version)
         if found is None:
             raise ServiceError(
-                f"'{path}' has no version {version} (it may have been pruned); list its "
-                "versions with notes_history. Nothing was written."
+                f"'{path}' has no version {version}: no such version is kept for this note; "
+                "list its versions with notes_history. Nothing was written."
             )
-        data = store.content(found)
+        data = store.content(found)  # checked against the version's SHA-256
     except HistoryUnavailable as exc:
         raise ServiceError(f"Nothing was restored: {exc}.") from None
     text = data.decode("utf-8")  # it was a note: strict UTF-8, checked when it was read
