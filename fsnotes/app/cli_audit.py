@@ -4,7 +4,8 @@ It reads the store the server writes: the state directory's ``audit.sqlite3``, o
 PostgreSQL database of ``[state] database`` / ``FSNOTES_DATABASE``. Rows oldest first;
 ``--since`` takes a duration back from now (``90s``, ``15m``, ``2h``, ``7d``) or an ISO 8601
 date or time (UTC unless it names its offset, as the output does); ``--principal`` keeps
-one principal's rows; ``--json`` prints one JSON object per line.
+one principal's rows; ``--json`` prints one JSON object per line. It only reads: it creates
+no state directory, no SQLite file and no table (a log not written yet is "no audit rows").
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import re
 import time
 
 from fsnotes.app.config import Config, ConfigError
-from fsnotes.app.server import prepare_state_dir
 from fsnotes.security.shown import shown
 from fsnotes.state.audit import PENDING, AuditUnavailable, Record, open_audit
 from fsnotes.state.shared import SharedState, StateUnavailable
@@ -47,13 +47,17 @@ def parse_since(text: str, *, now: float) -> float:
 def run_audit(config: Config, *, since: str | None, principal: str | None, as_json: bool) -> int:
     """Print the audit rows; a store that cannot be read is a ConfigError."""
     start = parse_since(since, now=time.time()) if since is not None else None
-    prepare_state_dir(config)
+    # Read-only: nothing is created (no state directory, no SQLite file, no table).
     try:
-        shared = SharedState.open(config.state_dir, config.database)
+        # A command makes a few statements: a connection each, no pool (whose retries
+        # would log every failed attempt before the one error this command reports).
+        shared = SharedState.open(config.state_dir, config.database, pooled=False)
     except StateUnavailable as exc:
         raise ConfigError(str(exc)) from None
     try:
-        rows = open_audit(shared, clock=time.time).read(since=start, principal=principal)
+        rows = open_audit(shared, clock=time.time, create=False).read(
+            since=start, principal=principal
+        )
     except AuditUnavailable as exc:
         raise ConfigError(f"cannot read the audit log ({shared.where}): {exc}") from None
     finally:

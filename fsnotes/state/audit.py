@@ -131,11 +131,16 @@ def _iso(t: float) -> str:
 class AuditLog:
     """The audit table of one backend."""
 
-    def __init__(self, db: Database, *, clock: Callable[[], float]) -> None:
-        """Open (creating if needed) the log; AuditUnavailable if it cannot be used."""
+    def __init__(self, db: Database, *, clock: Callable[[], float], create: bool = True) -> None:
+        """Open (creating if needed) the log; AuditUnavailable if it cannot be used.
+
+        ``create=False`` (a reader such as ``fsnotes audit``): nothing is created, not the
+        SQLite file, not the table; a log that does not exist yet reads as no rows."""
         self._db = db
         self._clock = clock
-        db.create(SCHEMA)
+        self._created = create
+        if create:
+            db.create(SCHEMA)
 
     @property
     def where(self) -> str:
@@ -202,6 +207,8 @@ class AuditLog:
 
     def read(self, *, since: float | None = None, principal: str | None = None) -> list[Record]:
         """The rows at or after ``since`` (Unix time), of ``principal``, oldest first."""
+        if not self._created and not self._exists():
+            return []
         where: list[str] = []
         args: list[float | str] = []
         if since is not None:
@@ -216,6 +223,17 @@ class AuditLog:
         with self._db.reading() as db:
             rows = db.execute(sql + " ORDER BY at, id", args).fetchall()
         return [_record(row) for row in rows]
+
+    def _exists(self) -> bool:
+        """Is there an audit table to read (asked without creating one)?"""
+        if isinstance(self._db, LocalDB) and not self._db.path.exists():
+            return False  # connecting would create the file
+        if self._db.dialect == "sqlite":
+            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'"
+        else:  # the connection's search_path is fsnotes' schema (state/postgres.py)
+            sql = "SELECT 1 WHERE to_regclass('audit') IS NOT NULL"
+        with self._db.reading() as db:
+            return db.execute(sql).fetchone() is not None
 
 
 def _record(row: Any) -> Record:
@@ -316,9 +334,11 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:MAX_DETAIL_CHARS].rstrip(": ")
 
 
-def open_audit(state: SharedState, *, clock: Callable[[], float]) -> AuditLog:
-    """The audit log of this backend; AuditUnavailable if it cannot be used."""
-    return AuditLog(state.database("audit", timeout=LOCK_TIMEOUT_S, error=_error), clock=clock)
+def open_audit(state: SharedState, *, clock: Callable[[], float], create: bool = True) -> AuditLog:
+    """The audit log of this backend; AuditUnavailable if it cannot be used.
+    ``create=False``: to read only (see :class:`AuditLog`)."""
+    db = state.database("audit", timeout=LOCK_TIMEOUT_S, error=_error)
+    return AuditLog(db, clock=clock, create=create)
 
 
 def sqlite_audit(state_dir: Path, *, clock: Callable[[], float]) -> AuditLog:
