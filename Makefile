@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sandbox fsnotes tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/state fsnotes/setup fsnotes/_exports.py fsnotes/app/config.py fsnotes/app/server.py fsnotes/app/cli_grant.py fsnotes/app/cli_audit.py fsnotes/app/cli_token.py fsnotes/app/doctor.py
+	$(VENV)/bin/mypy --strict sandbox fsnotes/protocol fsnotes/transport fsnotes/notes fsnotes/security fsnotes/state fsnotes/setup fsnotes/_exports.py fsnotes/app/config.py fsnotes/app/config_tokens.py fsnotes/app/server.py fsnotes/app/cli_grant.py fsnotes/app/cli_audit.py fsnotes/app/cli_token.py fsnotes/app/doctor.py
 
 pytest: $(STAMP)
 	$(PY) -m pytest

@@ -71,12 +71,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsnotes.app.config_tokens import tokens_of_table
 from fsnotes.notes.index.indexer import DEFAULT_RESCAN_INTERVAL_S
 from fsnotes.notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from fsnotes.notes.text.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
 from fsnotes.security.grants import Access, Grant, Workspace
 from fsnotes.security.oauth_settings import SCOPE_ACCESS, OAuthConfigError, OAuthSettings
-from fsnotes.security.tokens import TokenEntry, entry_from
+from fsnotes.security.tokens import TokenEntry
 from fsnotes.setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
 from fsnotes.state.history_store import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, HistorySettings
 from fsnotes.transport.http_settings import HttpSettings, SettingsError, parse_listen
@@ -384,16 +385,10 @@ def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
 
 def _config_tokens(table: Any) -> tuple[TokenEntry, ...]:
     """The ``[[http.token]]`` entries of an ``[http]`` table already checked to be a table."""
-    raw_tokens = table.get("token", [])
-    if not isinstance(raw_tokens, list):
-        raise ConfigError("[[http.token]] must be an array of tables")
-    tokens: list[TokenEntry] = []
-    for i, raw in enumerate(raw_tokens):
-        try:
-            tokens.append(entry_from(raw, f"[[http.token]] #{i + 1}"))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-    return tuple(tokens)
+    try:
+        return tokens_of_table(table)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _http_settings(

@@ -29,6 +29,7 @@ import fsnotes as fsnotes_pkg
 import sandbox
 from fsnotes import __version__
 from fsnotes.app.config import Config, ConfigError
+from fsnotes.app.config_tokens import ConfigTokens
 from fsnotes.notes.history import History
 from fsnotes.notes.index.indexer import Catalogs
 from fsnotes.notes.store import NoteStore
@@ -40,7 +41,7 @@ from fsnotes.notes.tools.service import NotesService
 from fsnotes.protocol.registry import App
 from fsnotes.security.grants import Access
 from fsnotes.security.seal import Keyring, Sealer
-from fsnotes.security.tokens import BearerTokens
+from fsnotes.security.tokens import BearerTokens, TokenEntry
 from fsnotes.setup import code as setup_code
 from fsnotes.state import statedir
 from fsnotes.state.audit import Auditor, AuditUnavailable, default_instance, open_audit
@@ -278,7 +279,13 @@ def http_authenticator(config: Config) -> BearerTokens | Chained:
     ``[http.oauth]`` is configured (:mod:`fsnotes.security.oauth`). Raises ConfigError when
     nothing would be accepted, the tokens file is unusable, or OAuth needs its extra."""
     settings = config.http
-    configured = settings.tokens if settings is not None else ()
+    configured: Sequence[TokenEntry] | ConfigTokens = settings.tokens if settings else ()
+    if settings is not None and config.config_file is not None:
+        # Asked at every request: a token removed from the configuration is refused at the
+        # next one, without a restart (fsnotes/app/config_tokens.py).
+        configured = ConfigTokens(config.config_file)
+        if configured.problem is not None:
+            raise ConfigError(configured.problem)
     tokens = BearerTokens(configured, config.state_dir)
     if tokens.problem is not None:
         raise ConfigError(tokens.problem)
@@ -313,6 +320,21 @@ def _oauth_jail_needs(authenticator: BearerTokens | Chained) -> tuple[list[str],
     return paths, authenticator.oauth.tcp_ports()
 
 
+def _config_dir(config: Config) -> list[str]:
+    """The configuration file's directory, read-only, for an HTTP server: it reads the file's
+    ``[[http.token]]`` entries again while serving, and a save by rename makes a new inode,
+    which a rule on the file itself would not cover (fsnotes/app/config_tokens.py)."""
+    if config.http is None or config.config_file is None:
+        return []
+    folder = os.path.dirname(config.config_file)
+    if folder == "/":
+        raise ConfigError(
+            f"--http reads {config.config_file} again while serving, so its folder must be "
+            "readable in the jail: keep the configuration in a folder of its own, not in /"
+        )
+    return [folder]
+
+
 def jail(
     server: Server,
     *,
@@ -343,6 +365,7 @@ def jail(
             *(fd for fd in parent_fds if fd not in writable_parents),
             # What libpq reads on a later connection (the pool reconnects after the jail).
             *server.shared.read_paths(),
+            *_config_dir(server.config),
         ],
         allow_bind_tcp=[setup.port] if setup.enabled else [],
         # The shared database's port, when it is reached over TCP.
