@@ -51,6 +51,7 @@ the config file can declare more workspaces, principals and grants::
     jwks_uri = "https://id.example.com/realms/notes/certs"  # default: the issuer's metadata
     scopes_supported = ["notes:read", "notes:write", "notes:delete"]
     principal_claim = "sub"
+    jwks_max_age = 600                # s: a key removed at the issuer stops verifying within it
 
 Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
 ``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),
@@ -76,7 +77,12 @@ from fsnotes.notes.index.indexer import DEFAULT_RESCAN_INTERVAL_S
 from fsnotes.notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from fsnotes.notes.text.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
 from fsnotes.security.grants import Access, Grant, Workspace
-from fsnotes.security.oauth_settings import SCOPE_ACCESS, OAuthConfigError, OAuthSettings
+from fsnotes.security.oauth_settings import (
+    DEFAULT_JWKS_MAX_AGE_S,
+    SCOPE_ACCESS,
+    OAuthConfigError,
+    OAuthSettings,
+)
 from fsnotes.security.tokens import TokenEntry
 from fsnotes.setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
 from fsnotes.state.history_store import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, HistorySettings
@@ -340,7 +346,14 @@ def _prompt_settings(table: Any, extensions: tuple[str, ...]) -> DailySettings:
 
 
 HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token", "oauth"}
-OAUTH_KEYS = {"issuer", "audience", "jwks_uri", "scopes_supported", "principal_claim"}
+OAUTH_KEYS = {
+    "issuer",
+    "audience",
+    "jwks_uri",
+    "scopes_supported",
+    "principal_claim",
+    "jwks_max_age",
+}
 
 
 def _oauth_settings(table: Any) -> OAuthSettings | None:
@@ -362,12 +375,16 @@ def _oauth_settings(table: Any) -> OAuthSettings | None:
     scopes = table.get("scopes_supported", list(SCOPE_ACCESS))
     if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
         raise ConfigError("[http.oauth] scopes_supported must be a list of strings")
+    max_age = table.get("jwks_max_age", DEFAULT_JWKS_MAX_AGE_S)
+    if isinstance(max_age, bool) or not isinstance(max_age, int | float):
+        raise ConfigError("[http.oauth] jwks_max_age must be a number of seconds")
     settings = OAuthSettings(
         issuer=table["issuer"].strip(),
         audience=table["audience"].strip(),
         jwks_uri=jwks_uri.strip() if jwks_uri else None,
         scopes_supported=tuple(scopes),
         principal_claim=claim,
+        jwks_max_age_s=float(max_age),
     )
     try:
         settings.check()

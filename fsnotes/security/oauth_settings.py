@@ -48,6 +48,16 @@ def _port_of(parts: urllib.parse.SplitResult) -> int:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
+# The cached JWKS is fetched again when older than this (seconds): a key the issuer removed
+# stops verifying within it. Ten minutes, as the `jose` library's remote key sets; an
+# operator who rotates out a leaked key can lower it ([http.oauth] jwks_max_age).
+DEFAULT_JWKS_MAX_AGE_S = 600.0
+# Not below the refetch floor (a fetch at most every 5 s whatever the tokens say), not above
+# a day (a removed key must stop working some day without a restart).
+MIN_JWKS_MAX_AGE_S = 5.0
+MAX_JWKS_MAX_AGE_S = 86400.0
+
+
 @dataclass(frozen=True)
 class OAuthSettings:
     """The ``[http.oauth]`` table."""
@@ -57,6 +67,9 @@ class OAuthSettings:
     jwks_uri: str | None = None  # default: the issuer's metadata's
     scopes_supported: tuple[str, ...] = tuple(SCOPE_ACCESS)
     principal_claim: str = "sub"
+    # How old the cached JWKS may get before a token makes it fetched again: the longest a
+    # key removed at the issuer (a leaked signing key) keeps verifying here.
+    jwks_max_age_s: float = DEFAULT_JWKS_MAX_AGE_S
 
     def check(self) -> None:
         """Refuse URLs that cannot be used, and scopes that map to no access level."""
@@ -73,6 +86,11 @@ class OAuthSettings:
             )
         if not self.principal_claim:
             raise OAuthConfigError("[http.oauth] principal_claim must be a claim's name")
+        if not MIN_JWKS_MAX_AGE_S <= self.jwks_max_age_s <= MAX_JWKS_MAX_AGE_S:
+            raise OAuthConfigError(
+                f"[http.oauth] jwks_max_age is seconds from {MIN_JWKS_MAX_AGE_S:g} to "
+                f"{MAX_JWKS_MAX_AGE_S:g}"
+            )
 
     @property
     def metadata_paths(self) -> tuple[str, str]:
