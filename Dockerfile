@@ -4,15 +4,15 @@
 #     --security-opt no-new-privileges --user "$(id -u):$(id -g)" \
 #     -v "$HOME/notes:/notes" -v "$HOME/.local/state/fsnotes:/state" IMAGE
 #
-# With the setup page (README, "Connecting folders at run time"): drop --network none,
+# With the setup page (docs/setup.md, "Connecting folders at run time"): drop --network none,
 # publish the page on the host's loopback only, and bind it on all container interfaces:
 #   ... -p 127.0.0.1:8765:8765 -e FSNOTES_SETUP_BIND=0.0.0.0 \
 #     -e FSNOTES_WORKSPACE=/notes/personal -e FSNOTES_SETUP_ALLOW=/notes IMAGE
-# Granting at a terminal instead (README, the Docker grant example): --entrypoint fsnotes
+# Granting at a terminal instead (docs/setup.md, the Docker grant example): --entrypoint fsnotes
 # IMAGE grant ..., with the server's mounts, FSNOTES_WORKSPACE, FSNOTES_SETUP_ALLOW and
 # FSNOTES_PRINCIPAL (the default workspace /notes would overlap every folder below it).
 #
-# Over Streamable HTTP (README, "Over HTTP"): make a token with the image, then serve on all
+# Over Streamable HTTP (docs/docker.md, docs/http.md): make a token with the image, then serve on all
 # container interfaces, published on the host's loopback only:
 #   docker run --rm ... -v "$HOME/.local/state/fsnotes:/state" --entrypoint fsnotes IMAGE \
 #     token add --principal ada
@@ -28,7 +28,7 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm
 # (with the [setup], [http], [postgres] and [oauth] extras: the setup page's and the HTTP
 # transport's stack, the PostgreSQL driver for shared state and the JOSE library for OAuth
 # access tokens, each imported only when configured; a team deployment needs the last two,
-# README "Shared state: several instances")
+# docs/team.md, "Shared state: several instances")
 FROM ${BASE_IMAGE} AS wheels
 COPY . /src
 # Offline when the context carries wheels/ (prepared by .ci/docker.sh): Debian's python3

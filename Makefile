@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault clean conformance
+.PHONY: demo test lint typecheck pytest peers sysdeps bench bench-vault clean conformance docs docs-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fsnotes needs Python 3.11 or newer")'
@@ -42,9 +42,21 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(PY) -m pytest
 
-# The whole suite: lint, types, tests (the Docker ones skip here), then the Docker image
-# built and tested with a private daemon (loudly SKIPPED where Docker cannot run at all).
-test: $(STAMP) peers sysdeps lint typecheck pytest docker-test
+# The documentation site (mkdocs.yml, docs/; MkDocs and its Material theme come with .[dev],
+# from the docs extra) into site/.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The same build with --strict into a temporary directory, removed afterwards: a link to a
+# missing page or anchor, or a page left out of the nav, fails `make test`.
+docs-check: $(STAMP)
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$d" && echo "docs: mkdocs build --strict passed"
+
+# The whole suite: lint, types, the docs site built strictly, tests (the Docker ones skip
+# here), then the Docker image built and tested with a private daemon (loudly SKIPPED where
+# Docker cannot run at all).
+test: $(STAMP) peers sysdeps lint typecheck docs-check pytest docker-test
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
@@ -55,7 +67,7 @@ bench-vault: $(STAMP)
 	$(PY) benchmarks/bench_vault.py $(if $(SIZES),--sizes $(SIZES))
 
 clean:
-	rm -rf $(VENV) tests/peers/node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site tests/peers/node_modules .pytest_cache .mypy_cache .ruff_cache
 
 # Builds the Docker image with a private dockerd and tests it (.ci/docker.sh); the daemon
 # is stopped by PID afterwards even when a step fails. Prints SKIPPED where Docker cannot run.

@@ -2,7 +2,7 @@
 loopback port, round-robin (a 2025-11-25 session kept on its instance) in front of N
 ``fsnotes serve --http`` processes.
 
-What the instances share, as the README's "Shared state: several instances" says they must:
+What the instances share, as docs/team.md ("Shared state: several instances") says they must:
 one PostgreSQL database (the replay store, the setup store, the audit log; ``[state]
 database`` in one configuration file), one seal-keys.json (made once, copied into each state
 directory), one bearer token (made by the real ``fsnotes token add``, its digest file copied
@@ -75,7 +75,7 @@ def haproxy_binary() -> str:
 # same). A hash of the header would not do: the initialize request has none yet.
 BALANCE = "roundrobin"
 # Session ids are 32 random bytes in text (43 to 64 characters); a session idle this long is
-# ended by the instance anyway (README, "Over HTTP").
+# ended by the instance anyway (docs/http.md).
 STICK_KEY_CHARS = 128
 STICK_EXPIRE = "1h"
 

@@ -18,7 +18,7 @@ the config file can declare more workspaces, principals and grants::
     workspace = "notes"
     access = "write"                  # read < write < delete
 
-    [state]                           # state shared by several instances (README)
+    [state]                           # state shared by several instances (docs/team.md)
     database = "postgresql://fsnotes:...@db:5432/fsnotes"   # default: SQLite files in state_dir
     instance = "notes-a"              # names this process in the audit log (host:pid)
 
@@ -35,9 +35,9 @@ the config file can declare more workspaces, principals and grants::
     allow = ["/home/ada/shared"]      # folders strictly below these may be granted
     max_access = "write"              # the most the page may grant (default delete)
     port = 8765                       # the loopback page's port
-    bind = "127.0.0.1"                # 0.0.0.0 only inside a container (see README)
+    bind = "127.0.0.1"                # 0.0.0.0 only inside a container (docs/setup.md)
 
-    [http]                            # fsnotes serve --http [HOST:]PORT (see README)
+    [http]                            # fsnotes serve --http [HOST:]PORT (docs/http.md)
     allowed_hosts = ["notes.example.com"]      # Host values answered besides loopback names
     allowed_origins = ["https://app.example"]  # Origin values allowed besides our own
 
@@ -45,7 +45,7 @@ the config file can declare more workspaces, principals and grants::
     principal = "ada"
     sha256 = "<64 hex digits>"
 
-    [http.oauth]                      # OAuth access tokens too (security/oauth.py, README)
+    [http.oauth]                      # OAuth access tokens too (security/oauth.py, docs/http.md)
     issuer = "https://id.example.com/realms/notes"
     audience = "https://notes.example.com/mcp"   # this resource's URL (RFC 8707)
     jwks_uri = "https://id.example.com/realms/notes/certs"  # default: the issuer's metadata

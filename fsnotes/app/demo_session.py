@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXAMPLE_VAULT = Path(__file__).parent / "examples" / "vault"
+EXAMPLE_VAULT = Path(__file__).parent.parent / "examples" / "vault"
 WIDTH = 96
 
 

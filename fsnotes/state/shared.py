@@ -8,7 +8,7 @@ process sharing that directory on one machine shares. With ``[state] database =
 shared by every instance that names it, on any machine.
 
 The sealing keys stay a file (``seal-keys.json`` in each instance's state directory): every
-instance must be given the same file (see README, "Shared state").
+instance must be given the same file (see docs/team.md).
 """
 
 from __future__ import annotations

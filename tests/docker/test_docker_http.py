@@ -3,7 +3,7 @@
 The private CI daemon runs with --bridge=none, so ports cannot be published here; the
 container shares the host's network namespace instead (--network=host) and binds 127.0.0.1
 only. Everything else is the hardened configuration (read-only root, no capabilities, no new
-privileges, uid 10001, Landlock inside). The README's published-port form
+privileges, uid 10001, Landlock inside). docs/docker.md's published-port form
 (-p 127.0.0.1:PORT:PORT with FSNOTES_HTTP=0.0.0.0:PORT and FSNOTES_HTTP_EXPOSE=1) differs
 only in the network.
 """

@@ -3,8 +3,8 @@
 The private CI daemon runs with --bridge=none, so ports cannot be published here; the
 container shares the host's network namespace instead (--network=host) and binds the page
 on 127.0.0.1 only. Everything else is the hardened configuration (read-only root, no
-capabilities, no new privileges, uid 10001, Landlock inside). The README's published-port
-form (-p 127.0.0.1:PORT:PORT with FSNOTES_SETUP_BIND=0.0.0.0) differs only in the network.
+capabilities, no new privileges, uid 10001, Landlock inside). The published-port form of
+docs/setup.md (-p 127.0.0.1:PORT:PORT with FSNOTES_SETUP_BIND=0.0.0.0) differs only in the network.
 """
 
 from __future__ import annotations
@@ -98,15 +98,15 @@ def test_setup_page_in_the_hardened_container_grants_a_folder(tmp_path: Path) ->
     assert not listening(port)
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-# The README marks its Docker grant example with this comment; the test runs that block's
+SETUP_PAGE = Path(__file__).resolve().parents[2] / "docs" / "setup.md"
+# docs/setup.md marks its Docker grant example with this comment; the test runs that block's
 # commands exactly as printed, so the text and the test cannot drift apart.
 GRANT_EXAMPLE_MARKER = "<!-- docker-grant-example:"
 
 
-def readme_grant_example() -> list[str]:
-    """The commands of the README's Docker grant example, as printed (continuations kept)."""
-    text = README.read_text()
+def grant_example() -> list[str]:
+    """The commands of docs/setup.md's Docker grant example, as printed (continuations kept)."""
+    text = SETUP_PAGE.read_text()
     after = text[text.index(GRANT_EXAMPLE_MARKER) :]
     start = after.index("```sh\n") + len("```sh\n")
     block = after[start : after.index("\n```", start)]
@@ -119,10 +119,10 @@ def readme_grant_example() -> list[str]:
     return commands
 
 
-def test_the_readme_docker_grant_example_works_as_printed(tmp_path: Path) -> None:
-    mkdir, grant, serve = readme_grant_example()
+def test_the_docs_docker_grant_example_works_as_printed(tmp_path: Path) -> None:
+    mkdir, grant, serve = grant_example()
     assert " grant " in grant and grant.rstrip().endswith("--access write")
-    # The README's image name, as `docker build -t fsnotes .` makes it.
+    # The docs' image name, as `docker build -t fsnotes .` makes it.
     tagged = docker("tag", IMAGE, "fsnotes")
     assert tagged.returncode == 0, tagged.stderr
     home = tmp_path / "home"
@@ -172,7 +172,7 @@ def test_the_readme_docker_grant_example_works_as_printed(tmp_path: Path) -> Non
     finally:
         err = w.close()
     assert "Traceback" not in err
-    # The README's fallback pairing: without FSNOTES_PRINCIPAL, a --user without a passwd
+    # The docs' fallback pairing: without FSNOTES_PRINCIPAL, a --user without a passwd
     # entry in the image is served as uid-<n>.
     who = docker(
         "run",

@@ -72,7 +72,7 @@ def test_two_containers_on_one_postgresql_execute_a_confirmation_once(
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip().splitlines()[-1]
-    for name in ("seal-keys.json", "http-tokens.json"):  # shared, as the README says
+    for name in ("seal-keys.json", "http-tokens.json"):  # shared, as docs/team.md says
         shutil.copy2(state_a / name, state_b / name)
         os.chown(state_b / name, UID, GID)
 

@@ -1,4 +1,4 @@
-"""A host's whole OAuth journey to `fsnotes serve --http`, as the README's "What the hosts need"
+"""A host's whole OAuth journey to `fsnotes serve --http`, as docs/http.md's "What the hosts need"
 describes it: the official Python MCP SDK client (`mcp`, its OAuthClientProvider) against a
 real OpenID provider (panva's oidc-provider, tests/transport/oidc_support.py).
 

@@ -123,8 +123,8 @@ class Known:
 
 
 # Scenarios expected to fail, by (server, revision, scenario): the checks that fail and why (the
-# README's "Conformance" section gives the spec text). Everything else must pass, and these
-# must fail exactly so: another failing check, or one of these passing, is reported.
+# "Conformance" section of docs/testing.md gives the spec text). Everything else must pass, and
+# these must fail exactly so: another failing check, or one of these passing, is reported.
 KNOWN_FAILURES: dict[tuple[str, str, str], Known] = {
     ("product", "2026-07-28", "server-stateless"): Known(
         (

@@ -67,7 +67,7 @@ MAX_LINK_REWRITES = 2_000
 # Notes rewritten at once. A rewrite waits mostly on its two fsyncs (the note, its folder),
 # and the disk commits concurrent ones together: measured here, 1 writer took 8.3 ms a
 # note, 4 took 0.9 ms, 8 took 0.55 ms. Four keep most of that while bounding memory: each
-# holds one note being rewritten (about 17 MiB for a 4 MiB note, see the README's memory
+# holds one note being rewritten (about 17 MiB for a 4 MiB note, see docs/limits.md's
 # figures), and the server's other blocking steps go on beside them.
 REWRITE_WORKERS = 4
 
