@@ -138,7 +138,13 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         except AuditUnavailable as exc:
             raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
         history = open_history(config, clock)
-        sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
+        # Follows seal-keys.json while serving: a rotated key seals at the next question, a
+        # retired one stops verifying (fsnotes/security/seal.py).
+        sealer = Sealer(
+            keyring,
+            reload=lambda: Keyring.load(config.state_dir),
+            version=lambda: Keyring.version(config.state_dir),
+        )
         try:
             setup = build_setup(
                 policy=config.setup,

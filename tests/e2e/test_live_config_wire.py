@@ -5,19 +5,27 @@ configuration file (tests/balancer.py).
 - A token removed from the configuration's ``[[http.token]]`` is refused by every instance
   at its next request, whether the file was replaced (an editor's save, ``mv``) or rewritten
   in place; the other tokens keep working, and one added there counts at once.
+- After ``fsnotes rotate-key`` and the new ``seal-keys.json`` given to every instance (copied
+  in place, or replaced by a rename), every instance seals with the new key at its next
+  question; a question asked before still verifies everywhere, until its key is retired.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import balancer
 import pytest
 
+from fsnotes.security.seal import KEYRING_NAME, Keyring
 from fsnotes.security.tokens import digest_of, new_token
+from tests.e2e.test_balanced_wire import ask_delete, ok, tool
 from tests.transport.http_support import Raw
 
 pytestmark = pytest.mark.timeout(180)
@@ -109,3 +117,69 @@ def test_a_token_removed_from_the_shared_configuration_is_refused_at_the_next_re
     assert team.everywhere(gus) == [200] * 4
     assert team.everywhere(frank) == [401] * 4
     assert team.everywhere(erin) == [401] * 4
+
+
+def kid_of(answer: dict[str, Any]) -> str:
+    """The key id a requestState (``v1.<kid>.<payload>.<mac>``) was sealed with."""
+    return str(answer["requestState"]).split(".")[1]
+
+
+def test_a_rotated_key_seals_at_the_next_question_without_a_restart(team: Team) -> None:
+    d = team.d
+    names = list(d.instances)
+    states = {n: d.instances[n].state for n in names}
+    old = Keyring.load_or_create(states["a"]).active
+    clients = {n: Raw(Endpoint(d.instances[n].server.url), d.token) for n in names}  # type: ignore[arg-type]
+    try:
+
+        def ask(name: str, rel: str) -> dict[str, Any]:
+            note = d.notes / rel
+            note.write_text(f"# {rel}\n")
+            return ask_delete(clients[name], note.as_uri(), rel)[1]
+
+        before = {n: ask(n, f"before-{n}.md") for n in names}
+        assert {kid_of(a) for a in before.values()} == {old}
+
+        rotated = subprocess.run(
+            [sys.executable, "-m", "fsnotes", "rotate-key", "--state-dir", str(states["a"])],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        new = Keyring.load_or_create(states["a"]).active
+        assert new != old and new in rotated.stdout
+        # b gets the file copied in place (same inode), c by a rename (a new inode).
+        shutil.copyfile(states["a"] / KEYRING_NAME, states["b"] / KEYRING_NAME)
+        tmp = states["c"] / "seal-keys.new"
+        shutil.copyfile(states["a"] / KEYRING_NAME, tmp)  # mode 0644 from the umask
+        os.replace(tmp, states["c"] / KEYRING_NAME)
+        # A keyring readable by others is refused: c says so and keeps sealing with the old
+        # key; made private, it is taken at the next question.
+        assert kid_of(ask("c", "loose-c.md")) == old
+        assert d.instances["c"].server.logged(f"cannot use the new {KEYRING_NAME}")
+        (states["c"] / KEYRING_NAME).chmod(0o600)
+
+        after = {n: ask(n, f"after-{n}.md") for n in names}
+        assert {n: kid_of(a) for n, a in after.items()} == {n: new for n in names}
+        # A state sealed before the rotation still verifies, on another instance.
+        uri = (d.notes / "before-a.md").as_uri()
+        _, done = tool(clients["c"], "notes_delete", {"uri": uri}, **before["a"])
+        assert ok(done)["deleted"] is True and not (d.notes / "before-a.md").exists()
+        uri = (d.notes / "after-b.md").as_uri()
+        _, done = tool(clients["a"], "notes_delete", {"uri": uri}, **after["b"])
+        assert ok(done)["deleted"] is True
+
+        # The old key retired (dropped from every copy): its states stop verifying at once;
+        # the person is asked again, nothing is deleted.
+        ring = Keyring.load_or_create(states["a"])
+        retired = Keyring(active=ring.active, keys={new: ring.keys[new]})
+        for state in states.values():
+            retired.save(state)
+        uri = (d.notes / "before-b.md").as_uri()
+        _, again = tool(clients["c"], "notes_delete", {"uri": uri}, **before["b"])
+        assert again.get("resultType") == "input_required", again
+        assert kid_of(again) == new and (d.notes / "before-b.md").exists()
+        uri = (d.notes / "after-c.md").as_uri()
+        _, done = tool(clients["b"], "notes_delete", {"uri": uri}, **after["c"])
+        assert ok(done)["deleted"] is True
+    finally:
+        for raw in clients.values():
+            raw.close()
