@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from fsnotes.security.oauth import Chained, OAuthTokens
     from fsnotes.security.oauth_settings import (
+        DEFAULT_JWKS_MAX_AGE_S,
         RESOLVER_FILES,
         SCOPE_ACCESS,
         OAuthConfigError,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "DEFAULT_JWKS_MAX_AGE_S",
     "RESOLVER_FILES",
     "SCOPE_ACCESS",
     "TOKENS_FILE",
@@ -109,6 +111,7 @@ _HOME = {
     "OAuthTokens": "oauth",
     "RESOLVER_FILES": "oauth_settings",
     "RuntimeLayer": "grants",
+    "DEFAULT_JWKS_MAX_AGE_S": "oauth_settings",
     "SCOPE_ACCESS": "oauth_settings",
     "Sealer": "seal",
     "Subject": "consent",
