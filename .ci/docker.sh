@@ -6,6 +6,11 @@
 #                        private daemon, build (or reuse) the base image, build the image
 #   .ci/docker.sh env    print `export ...` lines for the tests (DOCKER_HOST, image, cli)
 #   .ci/docker.sh down   stop the private daemon by its PID
+#   .ci/docker.sh image [TAG]
+#                        for people (`make image-offline`): build the image as `up` does, on
+#                        the Docker the environment names (not a private daemon), without
+#                        Docker Hub; fails loudly instead of skipping
+#   .ci/docker.sh clean  `down`, then remove every work file (`make clean` calls it)
 #
 # Idempotent and loud. Where Docker cannot run at all (not root, apt unreachable, the
 # daemon does not start) it prints "SKIPPED: <reason>", records the reason for `env`
@@ -234,12 +239,49 @@ cmd_down() {
     rm -f "$ENV_FILE"
 }
 
+cmd_image() {
+    # The user's own Docker, and failures that stop the build with the reason (a person
+    # asked for this image: a SKIPPED banner and exit 0 would hide that nothing was built).
+    dk() { "$(docker_cli)" "$@"; }
+    skip() {
+        echo "fsnotes image: $1" >&2
+        exit 1
+    }
+    IMAGE_TAG=${1:-fsnotes}
+    command -v "$(docker_cli)" >/dev/null 2>&1 || skip "no docker command on PATH"
+    dk version >/dev/null 2>&1 || skip "docker cannot reach its daemon (is it running? DOCKER_HOST?)"
+    mkdir -p "$CI_DIR"
+    if ! dk image inspect "$BASE_TAG" >/dev/null 2>&1 && [[ ! -s "$BASE_TAR" ]]; then
+        [[ $(id -u) == 0 ]] || skip "debootstrap needs root to make the base image: run as root (sudo make image-offline)"
+        apt_install debootstrap debootstrap || skip "apt could not install debootstrap"
+    fi
+    build_base
+    build_image
+    log "built $IMAGE_TAG without Docker Hub: base $BASE_TAG (debootstrap), wheels from the package index"
+}
+
+cmd_clean() {
+    # The daemon first: its data root holds overlay mounts that must be gone before rm.
+    stop_daemon
+    if [[ -d "$D/exec" || -d "$D/data" ]]; then
+        # Mounts a killed daemon left behind (none after a clean stop).
+        { grep -o " $D/[^ ]*" /proc/self/mounts 2>/dev/null || true; } | sort -r |
+            while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done
+    fi
+    if [[ -d "$CI_DIR" ]]; then
+        log "removing $CI_DIR ($(du -sh "$CI_DIR" 2>/dev/null | cut -f1))"
+        rm -rf "$CI_DIR"
+    fi
+}
+
 case "${1:-}" in
 up) cmd_up ;;
 env) cmd_env ;;
 down) cmd_down ;;
+image) cmd_image "${2:-}" ;;
+clean) cmd_clean ;;
 *)
-    echo "usage: $0 up|env|down" >&2
+    echo "usage: $0 up|env|down|image [TAG]|clean" >&2
     exit 2
     ;;
 esac

@@ -529,6 +529,7 @@ def bench_fsnotes(
         "search_rare": search(vault.RARE_WORD),
         "search_common": search(vault.COMMON_WORD),
         "search_phrase": search(f'"{vault.PHRASE}"'),
+        "search_question": search(vault.question()),
         "list_first_page": listing(),
         "list_folder_first_page": listing(folder=folder),
         "tag_filter": listing(tag=vault.TAG),
@@ -672,6 +673,8 @@ def rg_plan(root: Path) -> dict[str, Any]:
         ("rare", [vault.RARE_WORD]),
         ("common", [vault.COMMON_WORD]),
         ("phrase", ["-F", vault.PHRASE]),
+        # Any of the question's words, as notes_search matches them (rg: no ranking).
+        ("question", [arg for w in vault.question().split() for arg in ("-e", w)]),
     ):
         cmd = [*base, *extra, str(root)]
         files = subprocess.run(cmd, capture_output=True, check=False).stdout.count(b"\n")
@@ -748,6 +751,7 @@ def rows_for(result: dict[str, Any]) -> list[tuple[str, str, str, float | None]]
         ("rare", "rare word", vault.RARE_WORD),
         ("common", "common word", vault.COMMON_WORD),
         ("phrase", "phrase", f'"{vault.PHRASE}"'),
+        ("question", "10-word question", vault.question()),
     ):
         ours = f[f"search_{key}"]
         peer = rg.get(key)

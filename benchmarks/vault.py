@@ -39,6 +39,15 @@ PHRASE = "copper kettle"
 TAG = "flagged"
 COMMON_WORD = "the"  # vocabulary word 0
 
+
+def question(seed: int = 7) -> str:
+    """A 10-word natural-language question over the vault's vocabulary (issue 22): common
+    words (``the``, ``of``, ``is``, ``in``), words of middling and low frequency, the
+    planted phrase's words, and ``which``, which no note holds."""
+    words = _vocabulary(random.Random(seed))
+    return f"which {words[120]} of the {PHRASE} is in {words[2500]} {words[9000]}"
+
+
 _SYLLABLE_TEXT = (
     "ka lo mi ra te so nu ve li da ro pa ne si tu ma le fo gi be ha zu ki no ri sa to mu"
 )

@@ -24,14 +24,17 @@ if TYPE_CHECKING:
     from sandbox.jail import (
         JailError,
         JailReport,
+        abi_gaps,
         applied_report,
         apply_landlock,
         runtime_read_only_paths,
     )
     from sandbox.root import DirEntry, FileIdentity, FileInfo, ReadResult, Root, is_leftover_name
+    from sandbox.uri import Components
     from sandbox.watch import DirectoryWatcher, WatchEvent, WatchUnavailable, max_user_watches
 
 __all__ = [
+    "Components",
     "DirEntry",
     "DirectoryWatcher",
     "FileIdentity",
@@ -44,6 +47,7 @@ __all__ = [
     "TooDeep",
     "WatchEvent",
     "WatchUnavailable",
+    "abi_gaps",
     "applied_report",
     "apply_landlock",
     "errors",
@@ -57,6 +61,7 @@ __all__ = [
 # The module of this package that defines each public name (a module named for itself
 # is that module).
 _HOME = {
+    "Components": "uri",
     "DirEntry": "root",
     "DirectoryWatcher": "watch",
     "FileIdentity": "root",
@@ -69,6 +74,7 @@ _HOME = {
     "TooDeep": "errors",
     "WatchEvent": "watch",
     "WatchUnavailable": "watch",
+    "abi_gaps": "jail",
     "applied_report": "jail",
     "apply_landlock": "jail",
     "errors": "errors",

@@ -1,16 +1,17 @@
-"""Layer 2's writes: temp files, no-replace renames, confirmed removes and the sweep.
+"""Layer 2's writes: temp files, no-replace renames and confirmed removes.
 
 Private to :mod:`sandbox.root`, whose :class:`~sandbox.root.Root` states the contract this
 code keeps (its "Guarantees" list: atomic create and update, never writing through a link,
 temp files locked for their whole life and swept by exact name). Here are the steps:
 writing a hidden temp file beside the target, checking it is still ours, giving it the
 final name without replacing anything (``renameat2(RENAME_NOREPLACE)``, with the fallbacks
-where that flag is missing), hiding and verifying before a confirmed unlink, and removing
-exactly our own leftovers.
+where that flag is missing), and hiding and verifying before a confirmed unlink. The names
+those hidden files get, and the sweep of what a killed write or delete left, are
+:mod:`sandbox._leftovers`.
 
-Like :mod:`sandbox._resolve`, the functions take the Root they work for (for its resolver
-and st_dev) and return ``os.stat_result``; ``root.py`` holds the checks of the arguments,
-the life-cycle accounting, the policy constants and the value types.
+Like :mod:`sandbox._resolve`, the functions take the Root's directory handle (for its
+resolver and st_dev) and return ``os.stat_result``; ``root.py`` holds the checks of the
+arguments, the life-cycle accounting and the policy constants.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
-import secrets
 import stat
 import time
-from typing import TYPE_CHECKING
 
 from sandbox import _linux
+from sandbox._errno import raise_typed, rel_path
+from sandbox._handle import Handle
+from sandbox._info import FileIdentity
+from sandbox._leftovers import RANDOM_NAME_ATTEMPTS, REMOVE_PREFIX, TEMP_PREFIX, random_name
 from sandbox._resolve import (
     DIR_MODE,
     O_DIR_PATH,
@@ -37,34 +39,11 @@ from sandbox._resolve import (
     open_dir,
     open_regular,
     parent_dir,
-    raise_typed,
-    rel_path,
     release,
     unmake_dirs,
 )
 from sandbox.errors import AlreadyExists, IdentityMismatch, SandboxError
-
-if TYPE_CHECKING:
-    from sandbox.root import Components, FileIdentity, Root
-
-# Hidden names for our own short-lived files, recognisable so listings can skip them and an
-# operator can tell what a leftover is (a crash between create and rename leaves one).
-TEMP_PREFIX = ".fsnotes-tmp-"
-REMOVE_PREFIX = ".fsnotes-rm-"
-# 64 random bits per name: O_EXCL catches a collision, and a few attempts make a repeated
-# one (or a name squatted by someone guessing) fail loudly instead of looping.
-_RANDOM_NAME_BYTES = 8
-_RANDOM_NAME_ATTEMPTS = 4
-# Exactly the names we make, and nothing else, are ever swept (Root.remove_stale_temps): a
-# temp is the prefix and the random hex; a remove name also carries, after a '-', the inode
-# number (hex) of the file the person confirmed for deletion.
-_RANDOM_HEX = f"[0-9a-f]{{{2 * _RANDOM_NAME_BYTES}}}"
-_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + _RANDOM_HEX)
-_REMOVE_NAME = re.compile(re.escape(REMOVE_PREFIX) + _RANDOM_HEX + "-([0-9a-f]{1,16})")
-
-# Directories remembered for the writers' sweep rate limit (root.SWEEP_INTERVAL_S); the
-# table is simply cleared when full.
-_SWEEP_MEMORY = 4096
+from sandbox.uri import Components
 
 # How often update() polls a flock held by another process of ours (the total wait is
 # root.FLOCK_TIMEOUT_S); each holder takes milliseconds.
@@ -77,20 +56,10 @@ FILE_MODE = 0o666
 TEMP_MODE = 0o600
 
 
-def is_leftover_name(name: str) -> bool:
-    """Whether ``name`` is one of our own hidden temp or remove names (the exact pattern),
-    i.e. a candidate for :meth:`Root.remove_stale_temps` in the directory holding it."""
-    return _TEMP_NAME.fullmatch(name) is not None or _REMOVE_NAME.fullmatch(name) is not None
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _random_name(prefix: str) -> str:
-    return prefix + secrets.token_hex(_RANDOM_NAME_BYTES)
 
 
 def _fsync_dir(dirfd: int) -> None:
@@ -202,8 +171,8 @@ def _open_temp(parent: int, parts: Components, action: str, mode: int) -> tuple[
     two and remove the brand-new file: the name is then checked to still be our inode
     once the lock is held, and a fresh name is tried if it is not.
     """
-    for _ in range(_RANDOM_NAME_ATTEMPTS):
-        tmp = _random_name(TEMP_PREFIX)
+    for _ in range(RANDOM_NAME_ATTEMPTS):
+        tmp = random_name(TEMP_PREFIX)
         try:
             fd = os.open(tmp, _O_CREATE, mode, dir_fd=parent)
         except FileExistsError:
@@ -232,7 +201,7 @@ def _open_temp(parent: int, parts: Components, action: str, mode: int) -> tuple[
 
 
 def lock_current(
-    root: Root, parent: int, parts: Components, timeout_s: float
+    root: Handle, parent: int, parts: Components, timeout_s: float
 ) -> tuple[int, os.stat_result]:
     """Open and flock the file now at ``parts[-1]``, making sure the lock is on the inode
     the name refers to after locking (a previous holder may have renamed over it). Gives
@@ -311,7 +280,7 @@ def write_over(parent: int, parts: Components, st: os.stat_result, data: bytes) 
 # --- directories, unlink, move ------------------------------------------------------------
 
 
-def mkdir(root: Root, parts: Components, parents: bool, exist_ok: bool) -> None:
+def mkdir(root: Handle, parts: Components, parents: bool, exist_ok: bool) -> None:
     """Root.mkdir after its checks (see there)."""
     made: Made = []
     try:
@@ -334,7 +303,7 @@ def mkdir(root: Root, parts: Components, parents: bool, exist_ok: bool) -> None:
         raise
 
 
-def unlink(root: Root, parts: Components) -> None:
+def unlink(root: Handle, parts: Components) -> None:
     """Root.unlink after its checks (see there)."""
     parent = open_dir(root, parts[:-1], O_DIR_PATH, "remove")
     try:
@@ -345,7 +314,7 @@ def unlink(root: Root, parts: Components) -> None:
         release(root, parent)
 
 
-def rmdir(root: Root, parts: Components) -> None:
+def rmdir(root: Handle, parts: Components) -> None:
     """Root.rmdir after its checks (see there)."""
     parent = open_dir(root, parts[:-1], O_DIR_PATH, "remove directory")
     try:
@@ -359,7 +328,7 @@ def rmdir(root: Root, parts: Components) -> None:
 
 
 def move(
-    root: Root,
+    root: Handle,
     src: Components,
     dst: Components,
     make_parents: bool,
@@ -394,7 +363,7 @@ def move(
 
 
 def rename_noreplace(
-    root: Root,
+    root: Handle,
     sdir: int,
     src: Components,
     ddir: int,
@@ -479,7 +448,7 @@ def _blamed(err: int | None, src: Components, dst: Components) -> str:
 # --- confirmed remove ---------------------------------------------------------------------
 
 
-def remove(root: Root, parts: Components, expect: FileIdentity) -> None:
+def remove(root: Handle, parts: Components, expect: FileIdentity) -> None:
     """Root.remove after its checks (see there for the steps and the residual window)."""
     parent = open_dir(root, parts[:-1], O_DIR_PATH, "delete")
     try:
@@ -488,12 +457,12 @@ def remove(root: Root, parts: Components, expect: FileIdentity) -> None:
         release(root, parent)
 
 
-def _remove_in(root: Root, parent: int, parts: Components, expect: FileIdentity) -> None:
+def _remove_in(root: Handle, parent: int, parts: Components, expect: FileIdentity) -> None:
     rel = rel_path(parts)
     # The confirmed inode's number rides in the name, so that a leftover of a delete
     # killed before its unlink can be told from an object deliberately left here (one
     # that was NOT the confirmed file, below): see sweep.
-    hidden = f"{_random_name(REMOVE_PREFIX)}-{expect.ino:x}"
+    hidden = f"{random_name(REMOVE_PREFIX)}-{expect.ino:x}"
     hidden_parts = (*parts[:-1], hidden)
     rename_noreplace(root, parent, parts, parent, hidden_parts, "delete", fresh_dst=True)
     try:
@@ -525,93 +494,3 @@ def _remove_in(root: Root, parent: int, parts: Components, expect: FileIdentity)
         f"cannot delete '{rel}': it is no longer the confirmed file; nothing was removed",
         path=rel,
     )
-
-
-# --- the sweep of our own leftovers -------------------------------------------------------
-
-
-def sweep_if_due(
-    root: Root, parent: int, parts: Components, interval_s: float, grace_s: float
-) -> None:
-    """The writers' sweep of the directory ``parent`` they wrote in: best effort, at most
-    once per ``interval_s`` per directory and Root, never failing the write."""
-    try:
-        st = os.fstat(parent)
-    except OSError:
-        return
-    key = (st.st_dev, st.st_ino)
-    now = time.monotonic()
-    with root._lock:
-        last = root._swept.get(key)
-        if last is not None and now - last < interval_s:
-            return
-        if len(root._swept) >= _SWEEP_MEMORY:
-            root._swept.clear()
-        root._swept[key] = now
-    try:
-        fd = os.open(".", O_DIR_READ, dir_fd=parent)
-    except OSError:
-        return
-    try:
-        sweep(root, fd, parts, grace_s)
-    except (OSError, SandboxError):
-        pass
-    finally:
-        os.close(fd)
-
-
-def sweep(root: Root, dirfd: int, parts: Components, grace_s: float) -> int:
-    """Remove our leftovers in the open directory ``dirfd`` (``parts``, for messages);
-    remove names count as leftovers once older than ``grace_s`` (see
-    :meth:`Root.remove_stale_temps` for exactly what goes). Returns how many went."""
-    try:
-        with os.scandir(dirfd) as it:  # scandir dups fd and closes its copy
-            names = [e.name for e in it if e.name.startswith((TEMP_PREFIX, REMOVE_PREFIX))]
-    except OSError as exc:
-        raise_typed(exc.errno, rel_path(parts), "clean up")
-    removed = 0
-    for name in names:
-        if _TEMP_NAME.fullmatch(name):
-            removed += _remove_stale_temp(root, dirfd, parts, name)
-        elif (match := _REMOVE_NAME.fullmatch(name)) is not None:
-            removed += _remove_confirmed_leftover(root, dirfd, name, int(match[1], 16), grace_s)
-    return removed
-
-
-def _remove_stale_temp(root: Root, dirfd: int, parts: Components, name: str) -> bool:
-    try:
-        fd, st = open_regular(root, dirfd, (*parts, name), "clean up", hardlinks_ok=True)
-    except SandboxError:
-        return False  # a symlink, FIFO, directory, mount, unreadable, or gone
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # a live writer holds it
-        try:
-            if inode(lstat_at(dirfd, name)) != inode(st):
-                return False
-            os.unlink(name, dir_fd=dirfd)
-        except OSError:
-            return False
-        return True
-    finally:
-        os.close(fd)  # releases our lock
-
-
-def _remove_confirmed_leftover(root: Root, dirfd: int, name: str, ino: int, grace_s: float) -> bool:
-    try:
-        st = lstat_at(dirfd, name)
-    except OSError:
-        return False
-    if not stat.S_ISREG(st.st_mode) or st.st_ino != ino:
-        return False  # deliberately left by remove(), or not ours at all
-    if root._resolver == "walk" and st.st_dev != root._dev:
-        return False
-    if time.time() - st.st_ctime < grace_s:
-        return False  # a delete in flight may still unlink it itself
-    try:
-        os.unlink(name, dir_fd=dirfd)
-    except OSError:
-        return False
-    return True

@@ -4,13 +4,13 @@ Private to :mod:`sandbox.root`, whose :class:`~sandbox.root.Root` states the con
 code keeps. Two resolvers share every function here: ``openat2`` (the whole path in one
 call, the kernel refusing symlinks, magic links, mounts and leaving the root) and the walk
 (one ``O_NOFOLLOW`` open per component, st_dev compared with the root's at each step). Also
-here: the one place an errno becomes a typed error, the defence-in-depth check of names,
-``mkdir -p`` by descriptor, opening and reading a regular file, and listing and walking
-directories by descriptor.
+here: the defence-in-depth check of names, ``mkdir -p`` by descriptor, opening and reading a
+regular file, and listing a directory by descriptor.
 
-The functions take the Root they work for and read its descriptor, st_dev and resolver; they
-are the Root's own code, split out of ``root.py`` for size, not an API. They deal in
-descriptors and ``os.stat_result``; ``root.py`` turns those into its value types.
+The functions take the Root's directory handle (:mod:`sandbox._handle`: its descriptor,
+st_dev and resolver); they are the Root's own code, split out of ``root.py`` for size, not an
+API. They deal in descriptors and ``os.stat_result``; ``root.py`` turns those into its value
+types (:mod:`sandbox._info`).
 """
 
 from __future__ import annotations
@@ -18,28 +18,21 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Generator
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from sandbox import _linux
+from sandbox._errno import raise_typed, rel_path
+from sandbox._handle import Handle
 from sandbox.errors import (
-    AlreadyExists,
-    DirectoryNotEmpty,
-    Escape,
     HardLinked,
     InvalidPath,
     LimitExceeded,
-    NotADirectory,
     NotARegularFile,
     NotFound,
-    PermissionDenied,
     SandboxError,
-    StorageError,
     TooLarge,
 )
-
-if TYPE_CHECKING:
-    from sandbox.root import Components, Root
+from sandbox.uri import Components
 
 # (st_dev, st_ino): an inode, for comparisons inside the package (root.py's FileIdentity is
 # the public form).
@@ -68,55 +61,6 @@ _READ_CHUNK = 1 << 16
 
 
 # --- errors and names ---------------------------------------------------------------------
-
-
-def rel_path(parts: Components) -> str:
-    return "/".join(parts)
-
-
-def raise_typed(err: int | None, rel: str, action: str) -> NoReturn:
-    # "from None": the OSError behind it may carry a path; the typed error carries errno.
-    raise typed_error(err, rel, action) from None
-
-
-def typed_error(err: int | None, rel: str, action: str) -> SandboxError:
-    """The one place an errno becomes a typed error.
-
-    ``rel`` is the relative path the caller gave (or the leading part of it at fault), the
-    only path a message may name; it is also the error's ``path``.
-    """
-    where = f"'{rel}'" if rel else "the workspace root"
-    kind, reason = _errno_kind(err)
-    return kind(f"cannot {action} {where}: {reason}", errno=err, path=rel)
-
-
-def _errno_kind(err: int | None) -> tuple[type[SandboxError], str]:
-    if err in (errno.ELOOP, errno.EXDEV):
-        # ELOOP: a symlink (or magic link) in some component; EXDEV: a mount crossing or a
-        # resolution leaving the root. Both mean the path does not stay inside.
-        return Escape, "a symlink or mount point is in the path"
-    if err == errno.ENOENT:
-        return NotFound, "no such file or directory"
-    if err == errno.EEXIST:
-        return AlreadyExists, "the name is already taken"
-    if err == errno.ENOTDIR:
-        return NotADirectory, "a path component is not a directory"
-    if err == errno.EISDIR:
-        return NotARegularFile, "it is a directory"
-    if err == errno.ENXIO:
-        # open() of a Unix socket, or of a device without a driver.
-        return NotARegularFile, "it is not a regular file"
-    if err == errno.ENOTEMPTY:
-        return DirectoryNotEmpty, "the directory is not empty"
-    if err in (errno.EACCES, errno.EPERM):
-        return PermissionDenied, "permission denied"
-    if err == errno.ENAMETOOLONG:
-        return InvalidPath, "a name is too long"
-    if err == errno.EFBIG:
-        return TooLarge, "the file size limit was reached"
-    if err == errno.EWOULDBLOCK:
-        return StorageError, "the file is busy, try again"
-    return StorageError, os.strerror(err) if err is not None else "unknown error"
 
 
 def check_parts(parts: Components) -> Components:
@@ -167,19 +111,19 @@ def inode(st: os.stat_result) -> Inode:
 # --- resolution ---------------------------------------------------------------------------
 
 
-def check_dev(root: Root, fd_or_st: int | os.stat_result, parts: Components, action: str) -> None:
+def check_dev(root: Handle, fd_or_st: int | os.stat_result, parts: Components, action: str) -> None:
     """The walk's stand-in for RESOLVE_NO_XDEV: a different st_dev means a mount."""
     st = os.fstat(fd_or_st) if isinstance(fd_or_st, int) else fd_or_st
-    if st.st_dev != root._dev:
+    if st.st_dev != root.dev:
         raise_typed(errno.EXDEV, rel_path(parts), action)
 
 
 def open_child(
-    root: Root, dirfd: int, name: str, flags: int, parts: Components, action: str
+    root: Handle, dirfd: int, name: str, flags: int, parts: Components, action: str
 ) -> int:
     """Open one directory entry below ``dirfd`` without following it; ``parts`` is the
     entry's full relative path, for messages."""
-    if root._resolver == "openat2":
+    if root.resolver == "openat2":
         try:
             return _linux.openat2(dirfd, name, flags, RESOLVE)
         except OSError as exc:
@@ -205,23 +149,23 @@ def open_child(
     return fd
 
 
-def open_dir(root: Root, parts: Components, flags: int, action: str) -> int:
+def open_dir(root: Handle, parts: Components, flags: int, action: str) -> int:
     """A descriptor on the directory ``parts`` (``()`` is the root), opened with ``flags``
     (``O_DIR_PATH`` or ``O_DIR_READ``). With ``O_DIR_PATH`` and ``()`` this returns the
     root descriptor itself: release it with :func:`release`, never ``os.close``."""
     if not parts:
         if flags == O_DIR_PATH:
-            return root._fd
+            return root.fd
         try:
-            return os.open(".", flags, dir_fd=root._fd)
+            return os.open(".", flags, dir_fd=root.fd)
         except OSError as exc:
             raise_typed(exc.errno, "", action)
-    if root._resolver == "openat2":
+    if root.resolver == "openat2":
         try:
-            return _linux.openat2(root._fd, "/".join(parts), flags, RESOLVE)
+            return _linux.openat2(root.fd, "/".join(parts), flags, RESOLVE)
         except OSError as exc:
             raise_resolved(root, exc.errno, parts, action)
-    top = root._fd
+    top = root.fd
     cur = top
     last = len(parts) - 1
     try:
@@ -239,7 +183,7 @@ def open_dir(root: Root, parts: Components, flags: int, action: str) -> int:
     return cur
 
 
-def raise_resolved(root: Root, err: int | None, parts: Components, action: str) -> NoReturn:
+def raise_resolved(root: Handle, err: int | None, parts: Components, action: str) -> NoReturn:
     """:func:`raise_typed` for a failed openat2 of the whole path ``parts``.
 
     The kernel does not say which component it refused. For a link, a mount or a file in
@@ -251,25 +195,25 @@ def raise_resolved(root: Root, err: int | None, parts: Components, action: str) 
     if err in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR) and len(parts) > 1:
         for i in range(1, len(parts)):
             try:
-                st = os.stat("/".join(parts[:i]), dir_fd=root._fd, follow_symlinks=False)
+                st = os.stat("/".join(parts[:i]), dir_fd=root.fd, follow_symlinks=False)
             except OSError:
                 break
-            if stat.S_ISLNK(st.st_mode) or st.st_dev != root._dev or not stat.S_ISDIR(st.st_mode):
+            if stat.S_ISLNK(st.st_mode) or st.st_dev != root.dev or not stat.S_ISDIR(st.st_mode):
                 raise_typed(err, rel_path(parts[:i]), action)
     raise_typed(err, rel_path(parts), action)
 
 
-def release(root: Root, fd: int) -> None:
-    if fd != root._fd:
+def release(root: Handle, fd: int) -> None:
+    if fd != root.fd:
         os.close(fd)
 
 
-def make_dirs(root: Root, parts: Components, action: str, made: Made) -> int:
+def make_dirs(root: Handle, parts: Components, action: str, made: Made) -> int:
     """``mkdir -p``: an O_PATH descriptor on ``parts``, creating missing directories one
     step at a time, each opened without following links before going further. Each
     directory this call created is appended to ``made`` (path, inode), shallowest first, so
     that a failure later can take exactly those back (:func:`unmake_dirs`)."""
-    top = root._fd
+    top = root.fd
     cur = top
     try:
         for i, name in enumerate(parts):
@@ -301,7 +245,7 @@ def make_dirs(root: Root, parts: Components, action: str, made: Made) -> int:
     return cur
 
 
-def unmake_dirs(root: Root, made: Made) -> None:
+def unmake_dirs(root: Handle, made: Made) -> None:
     """Best effort, after a failed operation: remove the directories it created, deepest
     first, each only if it is still the inode made and still empty (``rmdir`` never
     removes content). Stops at the first one that cannot go: its parents hold it.
@@ -326,7 +270,7 @@ def unmake_dirs(root: Root, made: Made) -> None:
 
 
 def parent_dir(
-    root: Root, parts: Components, make_parents: bool, action: str, made: Made | None = None
+    root: Handle, parts: Components, make_parents: bool, action: str, made: Made | None = None
 ) -> int:
     """The parent directory of ``parts`` (release with :func:`release`), created first with
     ``make_parents`` (those made recorded in ``made``)."""
@@ -335,12 +279,12 @@ def parent_dir(
     return open_dir(root, parts[:-1], O_DIR_PATH, action)
 
 
-def lstat_leaf(root: Root, dirfd: int, parts: Components, action: str) -> os.stat_result:
+def lstat_leaf(root: Handle, dirfd: int, parts: Components, action: str) -> os.stat_result:
     try:
         st = lstat_at(dirfd, parts[-1])
     except OSError as exc:
         raise_typed(exc.errno, rel_path(parts), action)
-    if root._resolver == "walk" and not stat.S_ISLNK(st.st_mode):
+    if root.resolver == "walk" and not stat.S_ISLNK(st.st_mode):
         check_dev(root, st, parts, action)
     return st
 
@@ -349,11 +293,11 @@ def lstat_leaf(root: Root, dirfd: int, parts: Components, action: str) -> os.sta
 
 
 def open_regular(
-    root: Root, dirfd: int, parts: Components, action: str, *, hardlinks_ok: bool
+    root: Handle, dirfd: int, parts: Components, action: str, *, hardlinks_ok: bool
 ) -> tuple[int, os.stat_result]:
     """Open the regular file ``parts[-1]`` below its parent ``dirfd`` for reading."""
     try:
-        if root._resolver == "openat2":
+        if root.resolver == "openat2":
             fd = open_read(dirfd, parts[-1])
         else:
             fd = os.open(parts[-1], O_READ, dir_fd=dirfd)
@@ -363,12 +307,12 @@ def open_regular(
 
 
 def regular_stat(
-    root: Root, fd: int, parts: Components, action: str, hardlinks_ok: bool
+    root: Handle, fd: int, parts: Components, action: str, hardlinks_ok: bool
 ) -> os.stat_result:
     """fstat the freshly opened ``fd``, which must be a regular file; closes it if not."""
     try:
         st = os.fstat(fd)
-        if root._resolver == "walk":
+        if root.resolver == "walk":
             check_dev(root, st, parts, action)
         if not stat.S_ISREG(st.st_mode):
             what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
@@ -437,7 +381,7 @@ def scan(fd: int, parts: Components, limit: int | None) -> list[tuple[str, os.st
                 names.append(entry.name)
                 if limit is not None and len(names) > limit:
                     raise LimitExceeded(
-                        f"cannot walk '{rel_path(parts)}': more entries than the limit",
+                        f"cannot list '{rel_path(parts)}': more entries than the limit",
                         path=rel_path(parts),
                     )
     except OSError as exc:
@@ -453,61 +397,3 @@ def scan(fd: int, parts: Components, limit: int | None) -> list[tuple[str, os.st
             raise_typed(exc.errno, rel_path((*parts, name)), "list")
         out.append((name, st))
     return out
-
-
-def walk(
-    root: Root, parts: Components, max_entries: int, max_depth: int
-) -> Generator[tuple[Components, os.stat_result]]:
-    """Root.walk's traversal (see there), from directory descriptors only: at most
-    ``max_depth + 1`` open at once, all closed when the generator ends or is closed."""
-    # Each frame: an open directory, its path, and its entries still to visit, reversed
-    # so that pop() takes the next name in sorted order.
-    stack: list[tuple[int, Components, list[tuple[str, os.stat_result]]]] = []
-    try:
-        top = open_dir(root, parts, O_DIR_READ, "walk")
-        count = 0
-        try:
-            stack.append((top, (), scan(top, parts, max_entries)[::-1]))
-        except BaseException:
-            os.close(top)
-            raise
-        while stack:
-            fd, prefix, entries = stack[-1]
-            if not entries:
-                os.close(fd)
-                stack.pop()
-                continue
-            name, st = entries.pop()
-            path = (*prefix, name)
-            if len(path) > max_depth:
-                raise LimitExceeded(
-                    f"cannot walk '{rel_path(parts)}': deeper than {max_depth} levels",
-                    path=rel_path(parts),
-                )
-            count += 1
-            if count > max_entries:
-                raise LimitExceeded(
-                    f"cannot walk '{rel_path(parts)}': more than {max_entries} entries",
-                    path=rel_path(parts),
-                )
-            yield path, st
-            if not stat.S_ISDIR(st.st_mode):
-                continue
-            child = _open_walk_child(root, fd, name, (*parts, *path))
-            if child is None:
-                continue
-            try:
-                stack.append((child, path, scan(child, (*parts, *path), max_entries - count)[::-1]))
-            except BaseException:
-                os.close(child)
-                raise
-    finally:
-        for fd, _prefix, _entries in stack:
-            os.close(fd)
-
-
-def _open_walk_child(root: Root, dirfd: int, name: str, parts: Components) -> int | None:
-    try:
-        return open_child(root, dirfd, name, O_DIR_READ, parts, "walk")
-    except (Escape, NotFound, NotADirectory):
-        return None  # a mount point, or changed since it was listed: not entered

@@ -102,7 +102,7 @@ class IdentityMismatch(SandboxError):
 
 
 class LimitExceeded(SandboxError):
-    """A walk or listing went past its bound on entries or depth."""
+    """A listing went past its bound on entries."""
 
 
 class PermissionDenied(SandboxError):

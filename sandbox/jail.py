@@ -14,10 +14,11 @@ process any file access outside the rules below, even if layers 1 and 2 have a b
 Guarantees and limits, honestly:
 
 * Best effort per ABI: the kernel's Landlock ABI decides what can be restricted; rights it
-  does not know are reported in :attr:`JailReport.not_applied` (e.g. pathname Unix socket
-  connects are only handled from ABI 9). Without Landlock (kernel < 5.13, disabled in
-  ``lsm=``, or a seccomp profile that blocks it) nothing is restricted and the report
-  says why; the process is not stopped: the caller decides.
+  does not know are reported in :attr:`JailReport.not_applied`, or in
+  :attr:`JailReport.not_yet` when no released kernel knows them either (pathname Unix
+  socket connects are only handled from ABI 9, Linux 7.1). Without Landlock (kernel
+  < 5.13, disabled in ``lsm=``, or a seccomp profile that blocks it) nothing is
+  restricted and the report says why; the process is not stopped: the caller decides.
 * Landlock binds the calling thread and the threads and children it creates *later*. A
   thread already running keeps its freedom, so :func:`apply_landlock` refuses to run when
   the process has more than one thread. Call it at start-up after opening the workspaces
@@ -55,6 +56,11 @@ __all__ = [
 
 # Kernel versions per ABI, for messages people can act on.
 _ABI_KERNEL = {1: "5.13", 2: "5.19", 3: "6.2", 4: "6.7", 5: "6.10", 6: "6.12", 8: "7.0", 9: "7.1"}
+# The newest Landlock ABI of a released kernel (8: Linux 7.0). A gap that only a newer ABI
+# closes needs a kernel nobody can install yet, so nothing a user can act on: it is reported
+# apart (JailReport.not_yet, `fsnotes doctor`), not warned about at every start. Raise this
+# when Linux 7.1 (ABI 9) is released.
+NEWEST_RELEASED_ABI = 8
 
 # Read-only system paths the runtime may still need after the jail is up, and why:
 #   /usr             Debian's python3 stdlib, and the shared libraries C extensions load
@@ -89,7 +95,8 @@ class JailReport:
     the process is now restricted; ``handled_fs`` / ``handled_net`` / ``scoped`` name the
     rights the kernel now mediates (anything handled and not granted by a rule is
     denied); ``not_applied`` lists, in plain words, what the kernel could not restrict and
-    why.
+    why, where a released kernel could; ``not_yet`` what only a kernel newer than any
+    released one (above :data:`NEWEST_RELEASED_ABI`) could restrict.
     """
 
     abi: int | None
@@ -98,6 +105,7 @@ class JailReport:
     handled_net: list[str] = field(default_factory=list)
     scoped: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)
+    not_yet: list[str] = field(default_factory=list)
 
 
 _applied: JailReport | None = None
@@ -217,31 +225,33 @@ def _open_rule_target(target: int | str, *, role: str, index: int, need_dir: boo
     return fd
 
 
-def _abi_gaps(abi: int) -> list[str]:
-    """Plain-words notes on what this ABI cannot restrict."""
+def abi_gaps(abi: int) -> tuple[list[str], list[str]]:
+    """Plain-words notes on what this ABI cannot restrict: ``(not_applied, not_yet)``, the
+    gaps a released kernel closes and those only an unreleased one would (see
+    :data:`NEWEST_RELEASED_ABI`)."""
 
     def since(n: int) -> str:
         return f"needs Landlock ABI {n} (Linux {_ABI_KERNEL[n]}), this kernel has ABI {abi}"
 
-    gaps: list[str] = []
-    if abi < 2:
-        gaps.append(f"refer: {since(2)}; moving files between directories fails (EXDEV)")
-    if abi < 3:
-        gaps.append(f"truncate: {since(3)}; truncating files is not restricted")
-    if abi < 4:
-        gaps.append(f"tcp bind/connect: {since(4)}; TCP is not restricted")
-    if abi < 5:
-        gaps.append(f"ioctl on devices: {since(5)}; not restricted")
-    if abi < 6:
-        gaps.append(f"scopes: {since(6)}; abstract Unix sockets and signals are not restricted")
-    # ABI < 8 lacks TSYNC (restrict every thread at once); not a gap, since
-    # apply_landlock refuses to run with more than one thread.
-    if abi < 9:
-        gaps.append(
+    gaps: list[tuple[int, str]] = [
+        (2, f"refer: {since(2)}; moving files between directories fails (EXDEV)"),
+        (3, f"truncate: {since(3)}; truncating files is not restricted"),
+        (4, f"tcp bind/connect: {since(4)}; TCP is not restricted"),
+        (5, f"ioctl on devices: {since(5)}; not restricted"),
+        (6, f"scopes: {since(6)}; abstract Unix sockets and signals are not restricted"),
+        # ABI < 8 lacks TSYNC (restrict every thread at once); not a gap, since
+        # apply_landlock refuses to run with more than one thread.
+        (
+            9,
             f"connect to pathname Unix sockets: {since(9)}; not restricted (UDP, raw "
-            "and other socket families are never restricted by Landlock)"
-        )
-    return gaps
+            "and other socket families are never restricted by Landlock)",
+        ),
+    ]
+    missing = [(needed, text) for needed, text in gaps if abi < needed]
+    return (
+        [text for needed, text in missing if needed <= NEWEST_RELEASED_ABI],
+        [text for needed, text in missing if needed > NEWEST_RELEASED_ABI],
+    )
 
 
 def apply_landlock(
@@ -355,13 +365,15 @@ def apply_landlock(
         for fd, _ in fds:
             os.close(fd)
 
+    released_gaps, unreleased_gaps = abi_gaps(abi)
     report = JailReport(
         abi=abi,
         applied=True,
         handled_fs=ll.names(ll.FS_RIGHTS, handled_fs),
         handled_net=ll.names(ll.NET_RIGHTS, handled_net),
         scoped=ll.names(ll.SCOPES, scoped),
-        not_applied=[*_abi_gaps(abi), *skipped],
+        not_applied=[*released_gaps, *skipped],
+        not_yet=unreleased_gaps,
     )
     _applied = report
     return report

@@ -6,28 +6,28 @@ resolved below that descriptor without following any symlink, and the operation 
 the descriptor it resolved, never on a path string again.
 
 This module is the public API: the contract (:class:`Root`'s docstring and each method's),
-the value types, the policy constants and every method, which checks its arguments, counts
-itself in flight and hands the work to two private modules, as Go's ``os.Root`` keeps
-``root.go`` apart from the walk and the syscalls: :mod:`sandbox._resolve` (both resolvers,
-errno to typed error, opening and reading files, listing) and :mod:`sandbox._mutate` (temp
-files, no-replace renames, confirmed removes, the sweep). ``read`` and ``stat``, the hot
-paths, call the resolution functions directly, with no layer in between. It is longer than
-the ~600 lines a module here aims at because it is mostly that contract, kept in one place
-(about a third docstrings; the code is about 400 lines).
+the policy constants and every method, which checks its arguments, counts itself in flight
+and hands the work to private modules, as Go's ``os.Root`` keeps ``root.go`` apart from the
+walk and the syscalls. They take the Root's directory handle (:mod:`sandbox._handle`: the
+descriptor, its identity, the resolver, the operations in flight), never the Root, so none
+of them imports this module: :mod:`sandbox._resolve` (both resolvers, opening and reading
+files, listing), :mod:`sandbox._mutate` (temp files, no-replace renames, confirmed removes),
+:mod:`sandbox._leftovers` (our hidden names and their sweep), :mod:`sandbox._errno` (errno
+to typed error) and :mod:`sandbox._info` (the value types, re-exported here). ``read`` and
+``stat``, the hot paths, call the resolution functions directly, with no layer in between.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Literal
 
-from sandbox import _linux, _mutate
-from sandbox._mutate import REMOVE_PREFIX, TEMP_PREFIX, is_leftover_name
+from sandbox import _leftovers, _linux, _mutate
+from sandbox._errno import raise_typed, rel_path
+from sandbox._handle import RESOLVER_ENV, Handle, Resolver
+from sandbox._info import DirEntry, FileIdentity, FileInfo, ReadResult, info, read_result
+from sandbox._leftovers import REMOVE_PREFIX, TEMP_PREFIX, is_leftover_name
 from sandbox._resolve import (
     O_DIR_PATH,
     O_DIR_READ,
@@ -41,16 +41,14 @@ from sandbox._resolve import (
     open_regular,
     parent_dir,
     raise_resolved,
-    raise_typed,
     read_fd,
     regular_stat,
-    rel_path,
     release,
     scan,
     unmake_dirs,
-    walk,
 )
-from sandbox.errors import InvalidPath, NotADirectory, NotFound, StorageError
+from sandbox.errors import InvalidPath
+from sandbox.uri import Components
 
 __all__ = [
     "REMOVE_GRACE_S",
@@ -69,17 +67,9 @@ __all__ = [
     "openat2_available",
 ]
 
-Components = tuple[str, ...]
-Resolver = Literal["openat2", "walk"]
-Kind = Literal["file", "dir", "symlink", "other"]
-
-# Setting this to "walk" forces the fallback resolver everywhere (tests run the whole suite
-# both ways so the fallback never rots); "openat2" insists on openat2 and fails if missing.
-RESOLVER_ENV = "FSNOTES_RESOLVER"
-
 # Hidden names for our own short-lived files (TEMP_PREFIX, REMOVE_PREFIX) and the exact
 # pattern of those a sweep may remove (is_leftover_name) are defined beside the code that
-# makes and sweeps them, sandbox._mutate, and are part of this API.
+# makes and sweeps them, sandbox._leftovers, and are part of this API.
 
 # create/update sweep the directory they write in at most this often per Root and
 # directory: a stale temp only appears when a process of ours dies mid-write, so once a
@@ -98,80 +88,6 @@ REMOVE_GRACE_S = 60.0
 # queue again). A holder taking longer is stuck: failing the request beats hanging it, and
 # flock itself has no timeout, hence LOCK_NB and polling.
 FLOCK_TIMEOUT_S = 10.0
-
-
-# --- value types --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FileIdentity:
-    """The (st_dev, st_ino) pair that names one inode for as long as it exists."""
-
-    dev: int
-    ino: int
-
-
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """What ``lstat``/``fstat`` said about one inode (symlinks are never followed)."""
-
-    kind: Kind
-    size: int
-    mtime_ns: int
-    mode: int
-    nlink: int
-    identity: FileIdentity
-
-
-@dataclass(frozen=True, slots=True)
-class DirEntry:
-    """One name in a directory, with ``fstatat(AT_SYMLINK_NOFOLLOW)`` information."""
-
-    name: str
-    info: FileInfo
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    """File content and the ``fstat`` of the very descriptor it was read from."""
-
-    data: bytes
-    info: FileInfo
-
-
-_KINDS: dict[int, Kind] = {stat.S_IFREG: "file", stat.S_IFDIR: "dir", stat.S_IFLNK: "symlink"}
-
-# _info runs once per read, listed entry and walked entry. A frozen dataclass __init__ sets
-# each slot through object.__setattr__; setting the slots through their descriptors builds
-# the same objects (tests compare them) in about half the time.
-_new = object.__new__
-_set_dev, _set_ino = (FileIdentity.__dict__[f].__set__ for f in ("dev", "ino"))
-_set_kind, _set_size, _set_mtime, _set_mode, _set_nlink, _set_identity = (
-    FileInfo.__dict__[f].__set__ for f in ("kind", "size", "mtime_ns", "mode", "nlink", "identity")
-)
-_set_data, _set_info = (ReadResult.__dict__[f].__set__ for f in ("data", "info"))
-
-
-def _info(st: os.stat_result) -> FileInfo:
-    identity = _new(FileIdentity)
-    _set_dev(identity, st.st_dev)
-    _set_ino(identity, st.st_ino)
-    info = _new(FileInfo)
-    mode = st.st_mode
-    _set_kind(info, _KINDS.get(stat.S_IFMT(mode), "other"))
-    _set_size(info, st.st_size)
-    _set_mtime(info, st.st_mtime_ns)
-    _set_mode(info, mode)
-    _set_nlink(info, st.st_nlink)
-    _set_identity(info, identity)
-    return info
-
-
-def _read_result(data: bytes, st: os.stat_result) -> ReadResult:
-    result = _new(ReadResult)
-    _set_data(result, data)
-    _set_info(result, _info(st))
-    return result
 
 
 def openat2_available() -> bool:
@@ -253,32 +169,12 @@ class Root:
       on the filesystem at hand.
     """
 
-    __slots__ = (
-        "_active",
-        "_allow_hardlinked_reads",
-        "_closed",
-        "_dev",
-        "_fd",
-        "_ino",
-        "_lock",
-        "_resolver",
-        "_swept",
-    )
+    __slots__ = ("_allow_hardlinked_reads", "_h")
 
-    def __init__(
-        self, fd: int, st: os.stat_result, resolver: Resolver, allow_hardlinked_reads: bool
-    ) -> None:
+    def __init__(self, handle: Handle, allow_hardlinked_reads: bool) -> None:
         """Private: use :meth:`Root.open`."""
-        self._fd = fd
-        self._dev = st.st_dev
-        self._ino = st.st_ino
-        self._resolver: Resolver = resolver
+        self._h = handle
         self._allow_hardlinked_reads = allow_hardlinked_reads
-        self._lock = threading.Lock()
-        self._active = 0
-        self._closed = False
-        # (st_dev, st_ino) of a directory -> time.monotonic() of its last sweep by a write.
-        self._swept: dict[tuple[int, int], float] = {}
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -298,39 +194,7 @@ class Root:
         work raises :class:`StorageError`. ``allow_hardlinked_reads`` lets ``read`` return
         files with more than one link (updates still refuse them).
         """
-        if resolver == "auto":
-            forced = os.environ.get(RESOLVER_ENV, "")
-            if forced:
-                if forced not in ("walk", "openat2"):
-                    raise ValueError(f"{RESOLVER_ENV} must be 'walk' or 'openat2'")
-                resolver = "walk" if forced == "walk" else "openat2"
-            else:
-                resolver = "openat2" if _linux.openat2_available() else "walk"
-        elif resolver not in ("openat2", "walk"):
-            raise ValueError("resolver must be 'auto', 'openat2' or 'walk'")
-        if resolver == "openat2" and not _linux.openat2_available():
-            err = _linux.openat2_probe_errno()
-            raise StorageError(
-                "openat2 is not usable here"
-                + (f" ({errno.errorcode.get(err, err)})" if err is not None else ""),
-                errno=err,
-            )
-        try:
-            fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise NotFound("the workspace root does not exist", errno=exc.errno) from None
-            if exc.errno == errno.ENOTDIR:
-                raise NotADirectory(
-                    "the workspace root is not a directory", errno=exc.errno
-                ) from None
-            raise_typed(exc.errno, "", "open")
-        try:
-            st = os.fstat(fd)
-        except OSError as exc:
-            os.close(fd)
-            raise_typed(exc.errno, "", "open")
-        return cls(fd, st, resolver, allow_hardlinked_reads)
+        return cls(Handle.open(path, resolver), allow_hardlinked_reads)
 
     def subroot(self, parts: Components) -> Root:
         """A new Root on the directory ``parts`` below this one, resolved like every operation.
@@ -344,27 +208,28 @@ class Root:
         parts = check_parts(parts)
         if not parts:
             raise InvalidPath("a sub-root needs a relative folder path")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            fd = open_dir(self, parts, O_DIR_PATH, "open")
+            fd = open_dir(h, parts, O_DIR_PATH, "open")
             try:
                 st = os.fstat(fd)
             except OSError as exc:
                 os.close(fd)
                 raise_typed(exc.errno, rel_path(parts), "open")
         finally:
-            self._leave()
-        return Root(fd, st, self._resolver, self._allow_hardlinked_reads)
+            h.leave()
+        return Root(Handle(fd, st, h.resolver), self._allow_hardlinked_reads)
 
     @property
     def resolver(self) -> Resolver:
         """Which resolution path this Root uses."""
-        return self._resolver
+        return self._h.resolver
 
     @property
     def identity(self) -> FileIdentity:
         """(st_dev, st_ino) of the workspace directory, taken when it was opened."""
-        return FileIdentity(self._dev, self._ino)
+        return FileIdentity(self._h.dev, self._h.ino)
 
     def fileno(self) -> int:
         """The workspace's ``O_PATH`` directory descriptor, still owned by this Root.
@@ -373,20 +238,11 @@ class Root:
         Landlock rules), instead of re-opening the configured path by name. Do not close it
         or resolve paths from it directly: every file operation goes through the methods.
         """
-        with self._lock:
-            if self._closed:
-                raise ValueError("operation on a closed Root")
-            return self._fd
+        return self._h.fileno()
 
     def close(self) -> None:
         """Release the directory descriptor (after operations in flight finish). Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._active == 0:
-                os.close(self._fd)
-                self._fd = -1
+        self._h.close()
 
     def __enter__(self) -> Root:
         return self
@@ -395,56 +251,43 @@ class Root:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<Root {state} resolver={self._resolver} dev={self._dev} ino={self._ino}>"
-
-    def _enter(self) -> None:
-        # Reference counting instead of a bare fd: closing the descriptor while another thread
-        # resolves below it could let the number be reused for an unrelated directory.
-        with self._lock:
-            if self._closed:
-                raise ValueError("operation on a closed Root")
-            self._active += 1
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._active -= 1
-            if self._closed and self._active == 0:
-                os.close(self._fd)
-                self._fd = -1
+        h = self._h
+        state = "closed" if h.closed else "open"
+        return f"<Root {state} resolver={h.resolver} dev={h.dev} ino={h.ino}>"
 
     # --- reading --------------------------------------------------------------------------
 
     def stat(self, parts: Components) -> FileInfo:
         """Information about ``parts`` without following it (``()`` is the root itself)."""
         parts = check_parts(parts)
-        self._enter()
+        h = self._h
+        h.enter()
         try:
             if not parts:
-                return _info(os.fstat(self._fd))
-            if self._resolver == "openat2":
+                return info(os.fstat(h.fd))
+            if h.resolver == "openat2":
                 # O_PATH|O_NOFOLLOW on a final symlink yields the link itself, which is what
                 # stat must describe; an intermediate symlink or mount still fails.
                 try:
                     fd = _linux.openat2(
-                        self._fd,
+                        h.fd,
                         "/".join(parts),
                         os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
                         RESOLVE,
                     )
                 except OSError as exc:
-                    raise_resolved(self, exc.errno, parts, "stat")
+                    raise_resolved(h, exc.errno, parts, "stat")
                 try:
-                    return _info(os.fstat(fd))
+                    return info(os.fstat(fd))
                 finally:
                     os.close(fd)
-            parent = open_dir(self, parts[:-1], O_DIR_PATH, "stat")
+            parent = open_dir(h, parts[:-1], O_DIR_PATH, "stat")
             try:
-                return _info(lstat_leaf(self, parent, parts, "stat"))
+                return info(lstat_leaf(h, parent, parts, "stat"))
             finally:
-                release(self, parent)
+                release(h, parent)
         finally:
-            self._leave()
+            h.leave()
 
     def add_watch(self, add: Callable[[int, int], int], parts: Components, mask: int) -> int:
         """Resolve the directory ``parts`` like every operation and call ``add(fd, mask)``
@@ -452,15 +295,16 @@ class Root:
         watch lands on the directory layer 2 resolved, never on a path re-resolved by name).
         The descriptor is closed when ``add`` returns; ``add``'s result is returned."""
         parts = check_parts(parts)
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            fd = open_dir(self, parts, O_DIR_PATH, "watch")
+            fd = open_dir(h, parts, O_DIR_PATH, "watch")
             try:
                 return add(fd, mask)
             finally:
-                release(self, fd)
+                release(h, fd)
         finally:
-            self._leave()
+            h.leave()
 
     def read(self, parts: Components, *, max_bytes: int) -> ReadResult:
         """The content of the regular file ``parts``, at most ``max_bytes`` long.
@@ -473,28 +317,29 @@ class Root:
         parts = check_leaf(parts, "read")
         if max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
             hardlinks_ok = self._allow_hardlinked_reads
-            if self._resolver == "openat2":
+            if h.resolver == "openat2":
                 # The whole path in one openat2 call: the cheapest contained open.
                 try:
-                    fd = open_read(self._fd, "/".join(parts))
+                    fd = open_read(h.fd, "/".join(parts))
                 except OSError as exc:
-                    raise_resolved(self, exc.errno, parts, "read")
-                st = regular_stat(self, fd, parts, "read", hardlinks_ok)
+                    raise_resolved(h, exc.errno, parts, "read")
+                st = regular_stat(h, fd, parts, "read", hardlinks_ok)
             else:
-                parent = open_dir(self, parts[:-1], O_DIR_PATH, "read")
+                parent = open_dir(h, parts[:-1], O_DIR_PATH, "read")
                 try:
-                    fd, st = open_regular(self, parent, parts, "read", hardlinks_ok=hardlinks_ok)
+                    fd, st = open_regular(h, parent, parts, "read", hardlinks_ok=hardlinks_ok)
                 finally:
-                    release(self, parent)
+                    release(h, parent)
             try:
-                return _read_result(read_fd(fd, st, max_bytes, parts), st)
+                return read_result(read_fd(fd, st, max_bytes, parts), st)
             finally:
                 os.close(fd)
         finally:
-            self._leave()
+            h.leave()
 
     # Tests drive the short-read loop directly on a descriptor they control.
     _read_fd = staticmethod(read_fd)
@@ -504,45 +349,16 @@ class Root:
         (symlinks are reported as ``kind="symlink"``, never followed). With ``max_entries``,
         :class:`LimitExceeded` as soon as the directory turns out to hold more names."""
         parts = check_parts(parts)
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            fd = open_dir(self, parts, O_DIR_READ, "list")
+            fd = open_dir(h, parts, O_DIR_READ, "list")
             try:
-                return [DirEntry(name, _info(st)) for name, st in scan(fd, parts, max_entries)]
+                return [DirEntry(name, info(st)) for name, st in scan(fd, parts, max_entries)]
             finally:
                 os.close(fd)
         finally:
-            self._leave()
-
-    def walk(
-        self, parts: Components = (), *, max_entries: int, max_depth: int
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        """Depth-first, names sorted: every entry below the directory ``parts``, with paths
-        relative to it. Directories are yielded before their content; symlinks are yielded
-        with ``kind="symlink"`` and never entered; mount points and directories that changed
-        under the walk (swapped for a link, removed) are yielded but not entered.
-
-        Raises :class:`LimitExceeded` as soon as more than ``max_entries`` entries would be
-        yielded or an entry lies deeper than ``max_depth`` components. Built from directory
-        descriptors only (at most ``max_depth + 1`` open at once); close or exhaust the
-        iterator to release them.
-        """
-        parts = check_parts(parts)
-        if max_entries < 0 or max_depth < 0:
-            raise ValueError("max_entries and max_depth must be >= 0")
-        return self._walk(parts, max_entries, max_depth)
-
-    def _walk(
-        self, parts: Components, max_entries: int, max_depth: int
-    ) -> Iterator[tuple[Components, FileInfo]]:
-        self._enter()
-        entries = walk(self, parts, max_entries, max_depth)
-        try:
-            for path, st in entries:
-                yield path, _info(st)
-        finally:
-            entries.close()  # its descriptors first, then the Root may close
-            self._leave()
+            h.leave()
 
     # --- writing --------------------------------------------------------------------------
 
@@ -561,21 +377,22 @@ class Root:
         :func:`sandbox._resolve.unmake_dirs`).
         """
         parts = check_leaf(parts, "create")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
             made: Made = []
             try:
-                parent = parent_dir(self, parts, make_parents, "create", made)
+                parent = parent_dir(h, parts, make_parents, "create", made)
                 try:
-                    _mutate.sweep_if_due(self, parent, parts[:-1], SWEEP_INTERVAL_S, REMOVE_GRACE_S)
-                    return _info(_mutate.create_in(parent, parts, data))
+                    _leftovers.sweep_if_due(h, parent, parts[:-1], SWEEP_INTERVAL_S, REMOVE_GRACE_S)
+                    return info(_mutate.create_in(parent, parts, data))
                 finally:
-                    release(self, parent)
+                    release(h, parent)
             except BaseException:
-                unmake_dirs(self, made)
+                unmake_dirs(h, made)
                 raise
         finally:
-            self._leave()
+            h.leave()
 
     def update(
         self, parts: Components, transform: Callable[[ReadResult], bytes], *, max_bytes: int
@@ -597,25 +414,26 @@ class Root:
         parts = check_leaf(parts, "update")
         if max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            parent = open_dir(self, parts[:-1], O_DIR_PATH, "update")
+            parent = open_dir(h, parts[:-1], O_DIR_PATH, "update")
             try:
                 # First: a leftover temp name may be a second link of this very note (see
                 # _mutate._place_new), which would make it look hard-linked and refused.
-                _mutate.sweep_if_due(self, parent, parts[:-1], SWEEP_INTERVAL_S, REMOVE_GRACE_S)
-                fd, st = _mutate.lock_current(self, parent, parts, FLOCK_TIMEOUT_S)
+                _leftovers.sweep_if_due(h, parent, parts[:-1], SWEEP_INTERVAL_S, REMOVE_GRACE_S)
+                fd, st = _mutate.lock_current(h, parent, parts, FLOCK_TIMEOUT_S)
                 try:  # closing fd releases the flock
-                    data = transform(_read_result(read_fd(fd, st, max_bytes, parts), st))
+                    data = transform(read_result(read_fd(fd, st, max_bytes, parts), st))
                     if not isinstance(data, bytes):
                         raise TypeError("transform must return bytes")
-                    return _info(_mutate.write_over(parent, parts, st, data))
+                    return info(_mutate.write_over(parent, parts, st, data))
                 finally:
                     os.close(fd)
             finally:
-                release(self, parent)
+                release(h, parent)
         finally:
-            self._leave()
+            h.leave()
 
     def replace(self, parts: Components, data: bytes, *, max_bytes: int) -> FileInfo:
         """Atomically replace the existing file ``parts`` with ``data`` (see :meth:`update`;
@@ -647,15 +465,16 @@ class Root:
         running during such a writer's rename can make that write fail (never lose data).
         """
         parts = check_parts(parts)
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            fd = open_dir(self, parts, O_DIR_READ, "clean up")
+            fd = open_dir(h, parts, O_DIR_READ, "clean up")
             try:
-                return _mutate.sweep(self, fd, parts, REMOVE_GRACE_S)
+                return _leftovers.sweep(h, fd, parts, REMOVE_GRACE_S)
             finally:
                 os.close(fd)
         finally:
-            self._leave()
+            h.leave()
 
     def mkdir(self, parts: Components, *, parents: bool = False, exist_ok: bool = False) -> None:
         """Create the directory ``parts``. ``parents`` creates missing parents (each step
@@ -663,31 +482,34 @@ class Root:
         fails); ``exist_ok`` accepts an existing directory (not a symlink to one) at the name
         itself."""
         parts = check_leaf(parts, "create directory")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            _mutate.mkdir(self, parts, parents, exist_ok)
+            _mutate.mkdir(h, parts, parents, exist_ok)
         finally:
-            self._leave()
+            h.leave()
 
     def unlink(self, parts: Components) -> None:
         """Remove the file or symlink ``parts`` (a symlink itself, never its target);
         directories are refused (:class:`NotARegularFile`)."""
         parts = check_leaf(parts, "remove")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            _mutate.unlink(self, parts)
+            _mutate.unlink(h, parts)
         finally:
-            self._leave()
+            h.leave()
 
     def rmdir(self, parts: Components) -> None:
         """Remove the empty directory ``parts`` (:class:`DirectoryNotEmpty` otherwise; a
         symlink to a directory is :class:`NotADirectory`)."""
         parts = check_leaf(parts, "remove directory")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            _mutate.rmdir(self, parts)
+            _mutate.rmdir(h, parts)
         finally:
-            self._leave()
+            h.leave()
 
     def move(
         self,
@@ -719,11 +541,12 @@ class Root:
         dst = check_leaf(dst, "move")
         if dst[: len(src)] == src:
             raise InvalidPath(f"cannot move '{rel_path(src)}' into itself ('{rel_path(dst)}')")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            return _info(_mutate.move(self, src, dst, make_parents, expect))
+            return info(_mutate.move(h, src, dst, make_parents, expect))
         finally:
-            self._leave()
+            h.leave()
 
     def remove(self, parts: Components, expect: FileIdentity) -> None:
         """Remove the regular file at ``parts`` only if it is the inode ``expect``.
@@ -747,8 +570,9 @@ class Root:
         fallback of :meth:`move`.
         """
         parts = check_leaf(parts, "delete")
-        self._enter()
+        h = self._h
+        h.enter()
         try:
-            _mutate.remove(self, parts, expect)
+            _mutate.remove(h, parts, expect)
         finally:
-            self._leave()
+            h.leave()

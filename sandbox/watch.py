@@ -27,8 +27,7 @@ from pathlib import Path
 
 from sandbox.errors import SandboxError
 from sandbox.root import Root
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # include/uapi/linux/inotify.h
 IN_MODIFY = 0x00000002

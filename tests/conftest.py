@@ -28,6 +28,38 @@ _CHECKOUT = str(Path(__file__).resolve().parent.parent)
 if _CHECKOUT not in sys.path:
     sys.path.append(_CHECKOUT)
 
+# Test modules that start a service from outside Python's dev install, and which one (the
+# `service` marker: `make check` deselects them, `make test` runs them). Tests that take a
+# PostgreSQL fixture are marked by the fixture instead (see pytest_collection_modifyitems).
+SERVICE_MODULES = {
+    "test_balanced_wire": "HAProxy and PostgreSQL",
+    "test_conformance": "node peers (the conformance suite)",
+    "test_host_oauth_sdk": "node peers (oidc-provider)",
+    "test_http_oauth": "node peers (oidc-provider)",
+    "test_inspector": "node peers (the Inspector)",
+    "test_interop_http_typescript": "node peers (the TypeScript SDK)",
+    "test_interop_typescript": "node peers (the TypeScript SDK)",
+    "test_page_screenshot": "chromium",
+}
+_PG_FIXTURES = {"pg_cluster", "pg_dsn"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "service: needs a service beyond the Python dev install (PostgreSQL, HAProxy, node "
+        "peers, chromium); `make check` deselects these, `make test` runs them",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        needs_pg = bool(_PG_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if module in SERVICE_MODULES or needs_pg or params.get("backend_dsn") == "postgres":
+            item.add_marker(pytest.mark.service)
+
 
 @pytest.fixture(params=["openat2", "walk"])
 def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:

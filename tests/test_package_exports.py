@@ -25,6 +25,7 @@ PACKAGES = [
     "fsnotes.notes",
     "fsnotes.security",
     "fsnotes.state",
+    "fsnotes.runtime",
     "fsnotes.setup",
     "fsnotes.transport",
 ]

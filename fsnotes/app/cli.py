@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +18,23 @@ NO_HISTORY_HELP = (
     "restored); env FSNOTES_NO_HISTORY=1, [history] enabled = false"
 )
 
+STATE_DIR_HELP = (
+    "where fsnotes keeps its own files, private to the user it runs as (0700): the sealing "
+    "keys, the replay, setup-grant and audit databases, the bearer tokens, the history of "
+    "changed notes and the search index; env FSNOTES_STATE_DIR (default: "
+    "$XDG_STATE_HOME/fsnotes, else ~/.local/state/fsnotes; here {here})"
+)
+
+
+def _state_dir_help() -> str:
+    """STATE_DIR_HELP with the folder this environment's default names (no default is set
+    on the option itself: FSNOTES_STATE_DIR and the configuration's state_dir come after
+    the flag, and a set default would hide them)."""
+    from fsnotes.app.config import default_state_dir
+
+    here = os.environ.get("FSNOTES_STATE_DIR") or str(default_state_dir(os.environ))
+    return STATE_DIR_HELP.format(here=here.replace("%", "%%"))
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -24,7 +43,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fsnotes {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve notes over MCP on stdio (or HTTP with --http)")
+    serve = sub.add_parser(
+        "serve",
+        help="serve notes over MCP on stdio (or HTTP with --http)",
+        description="Serve the Markdown notes of the given workspaces to one MCP host: over "
+        "stdio (the host starts this command) or, with --http, Streamable HTTP with a bearer "
+        "token on every request. --workspace folders are granted to the principal served "
+        "(--principal). The process jails itself with Landlock before serving; `fsnotes "
+        "doctor` reports what is confined on this machine.",
+    )
     serve.add_argument(
         "--workspace",
         action="append",
@@ -35,9 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--read-only", action="store_true", help="cap every grant at read (FSNOTES_READ_ONLY=1)"
     )
-    serve.add_argument(
-        "--state-dir", metavar="DIR", help="keys and replay database (FSNOTES_STATE_DIR)"
-    )
+    serve.add_argument("--state-dir", metavar="DIR", help=_state_dir_help())
     serve.add_argument(
         "--principal", metavar="NAME", help="whom this process serves (FSNOTES_PRINCIPAL)"
     )
@@ -84,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
     doctor.add_argument("--no-history", action="store_true", help="as for serve")
     doctor.add_argument("--http", metavar="[HOST:]PORT", help="report these HTTP settings")
+    doctor.add_argument(
+        "--workspace", action="append", default=[], metavar="PATH", help="as for serve"
+    )
+    doctor.add_argument("--principal", metavar="NAME", help="as for serve (FSNOTES_PRINCIPAL)")
     doctor.add_argument("--http-expose", action="store_true", help="as for serve")
 
     sub.add_parser("demo", help="a scripted session on a bundled example vault")
@@ -144,15 +173,44 @@ def _parser() -> argparse.ArgumentParser:
         description="Bearer tokens for the HTTP endpoint, kept as SHA-256 digests in "
         "<state dir>/http-tokens.json (0600). A running server sees changes at its next request.",
     )
-    token.add_argument("action", choices=["add", "list", "revoke"])
-    token.add_argument(
+    actions = token.add_subparsers(dest="action", required=True, metavar="add|list|revoke")
+    add = actions.add_parser(
+        "add",
+        help="make a token for a principal and print it once",
+        description="Make a bearer token that acts for PRINCIPAL and print it once on stdout "
+        "(nothing else goes there: TOKEN=$(fsnotes token add --principal NAME) works); only "
+        "its SHA-256 is stored. The token sees exactly what PRINCIPAL is granted, so it must be "
+        "a principal the server grants: the one it serves (`fsnotes serve --principal NAME`, "
+        "FSNOTES_PRINCIPAL, the configuration's principal, else the OS user; --workspace "
+        "grants to it), or one a [[grant]] or `fsnotes grant` names. `fsnotes serve --http` "
+        "warns at start, and `fsnotes doctor --http` says, when a token's principal has no "
+        "grant at all.",
+    )
+    add.add_argument(
         "--principal",
         metavar="NAME",
-        help="add: whom the token acts for; revoke: remove all of this principal's tokens",
+        required=True,
+        help="whom the token acts for: a principal the server grants a workspace to",
     )
-    token.add_argument("--id", metavar="HEX", help="revoke: the token with this id (token list)")
-    token.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
-    token.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
+    listing = actions.add_parser(
+        "list",
+        help="show every token the server accepts",
+        description="One line per token the server accepts (never the token itself): its id, "
+        "the principal it acts for, when it was made, and where it lives (http-tokens.json in "
+        "the state directory, or the configuration file's [[http.token]] entries).",
+    )
+    revoke = actions.add_parser(
+        "revoke",
+        help="remove tokens by principal or id",
+        description="Remove tokens from http-tokens.json (a running server refuses them at its "
+        "next request); matching [[http.token]] entries of the configuration are named, for "
+        "you to remove there.",
+    )
+    revoke.add_argument("--principal", metavar="NAME", help="remove all of this principal's tokens")
+    revoke.add_argument("--id", metavar="HEX", help="remove the token with this id (token list)")
+    for action in (add, listing, revoke):
+        action.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
+        action.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
 
     rotate = sub.add_parser("rotate-key", help="add a new active sealing key to the state dir")
     rotate.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
@@ -190,12 +248,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":
         from fsnotes.app.config import ConfigError, load
         from fsnotes.app.doctor import format_text, history_facts, report
+        from fsnotes.app.principals import configured_has_grant, ungranted
         from fsnotes.app.server import main_error
         from fsnotes.security.tokens import BearerTokens
 
         try:
             config = load(
+                workspaces=args.workspace,
                 state_dir=args.state_dir,
+                principal=args.principal,
                 config_file=args.config,
                 http=args.http,
                 http_expose=args.http_expose,
@@ -203,13 +264,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ConfigError as exc:
             return main_error(str(exc))
-        principals = None
+        principals = missing = None
         if config.http is not None:
             principals = BearerTokens(config.http.tokens, config.state_dir).principals()
+            missing = ungranted(principals, configured_has_grant(config))
         history = history_facts(
             config_file=args.config, state_dir=args.state_dir, no_history=args.no_history
         )
-        data = report(history=history, http=config.http, http_principals=principals)
+        data = report(
+            history=history,
+            http=config.http,
+            http_principals=principals,
+            served_principal=config.principal,
+            ungranted_principals=missing,
+        )
         print(json.dumps(data, indent=2) if args.json else format_text(data))
         return 0
     if args.command == "demo":
@@ -255,11 +323,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_audit(
                     config, since=args.since, principal=args.principal, as_json=args.json
                 )
-            return run_token(config, args.action, principal=args.principal, token_id=args.id)
+            return run_token(
+                config,
+                args.action,
+                principal=getattr(args, "principal", None),
+                token_id=getattr(args, "id", None),
+            )
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command == "rotate-key":
-        import os
         from pathlib import Path
 
         from fsnotes.app.config import default_state_dir
@@ -274,7 +346,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             ring = Keyring.load_or_create(state).rotated()
             ring.save(state)
         except (OSError, ValueError) as exc:
-            print(f"fsnotes: cannot rotate the sealing key in {state}: {exc}", file=sys.stderr)
+            advice = ""
+            if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES):
+                from fsnotes.app.server import ownership_advice
+
+                advice = ownership_advice(state)
+            print(
+                f"fsnotes: cannot rotate the sealing key in {state}: {exc}{advice}",
+                file=sys.stderr,
+            )
             return 2
         print(f"new active sealing key {ring.active}; {len(ring.keys)} key(s) verify")
         return 0

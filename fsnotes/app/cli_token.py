@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from fsnotes.app.config import Config
+from fsnotes.app.server import prepare_state_dir
 from fsnotes.security.tokens import (
     TOKENS_FILE,
     TokenFileError,
@@ -17,7 +18,9 @@ from fsnotes.security.tokens import (
     read_tokens,
     revoke_tokens,
 )
-from fsnotes.state import statedir
+
+# `token list`'s columns (padded to line up; the first line is this header).
+LIST_HEADER = ("ID", "PRINCIPAL", "CREATED", "WHERE")
 
 
 def run_token(config: Config, action: str, *, principal: str | None, token_id: str | None) -> int:
@@ -27,7 +30,7 @@ def run_token(config: Config, action: str, *, principal: str | None, token_id: s
             if not principal:
                 print("fsnotes: token add needs --principal NAME", file=sys.stderr)
                 return 2
-            statedir.prepare_dir(state)
+            prepare_state_dir(config)  # a ConfigError saying who owns it, when not this user
             token, entry = add_token(state, principal)
             print(token)
             print(
@@ -42,10 +45,18 @@ def run_token(config: Config, action: str, *, principal: str | None, token_id: s
         if action == "list":
             # Every token the server accepts: the state directory's, then the configuration's
             # (last column: where each one lives, so revoking it is done there).
-            for entry in read_tokens(state):
-                print(f"{entry.id}  {entry.principal}  {entry.created or '-'}  {TOKENS_FILE}")
-            for entry in config.config_tokens:
-                print(f"{entry.id}  {entry.principal}  -  {config.config_file}")
+            rows = [(e.id, e.principal, e.created or "-", TOKENS_FILE) for e in read_tokens(state)]
+            rows += [
+                (e.id, e.principal, "-", str(config.config_file)) for e in config.config_tokens
+            ]
+            if not rows:
+                print(f"no tokens in {state}/{TOKENS_FILE} or the configuration", file=sys.stderr)
+                return 0
+            table = [LIST_HEADER, *rows]
+            widths = [max(len(row[i]) for row in table) for i in range(len(LIST_HEADER) - 1)]
+            for row in table:
+                cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+                print("  ".join([*cells, row[-1]]))
             return 0
         if principal is None and token_id is None:
             print("fsnotes: token revoke needs --principal NAME or --id HEX", file=sys.stderr)

@@ -72,21 +72,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsnotes.app.config_tokens import tokens_of_table
 from fsnotes.notes.index.indexer import DEFAULT_RESCAN_INTERVAL_S
 from fsnotes.notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES
 from fsnotes.notes.text.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
 from fsnotes.security.grants import Access, Grant, Workspace
-from fsnotes.security.oauth_settings import (
-    DEFAULT_JWKS_MAX_AGE_S,
-    SCOPE_ACCESS,
-    OAuthConfigError,
-    OAuthSettings,
-)
+from fsnotes.security.oauth_settings import OAuthConfigError
 from fsnotes.security.tokens import TokenEntry
 from fsnotes.setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
 from fsnotes.state.history_store import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, HistorySettings
-from fsnotes.transport.http_settings import HttpSettings, SettingsError, parse_listen
+from fsnotes.transport.http_settings import (
+    HttpSettings,
+    SettingsError,
+    config_tokens,
+    http_settings_from,
+)
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 
@@ -267,7 +266,15 @@ def load(
     history = _history_settings(file_cfg.get("history", {}), env, no_history=no_history)
     daily = _prompt_settings(file_cfg.get("prompts", {}), tuple(extensions))
     http_table = file_cfg.get("http", {})
-    http_settings = _http_settings(http_table, http, http_expose, env)
+    try:
+        http_settings = http_settings_from(
+            http_table,
+            http or env.get("FSNOTES_HTTP") or None,
+            http_expose or _truthy(env.get("FSNOTES_HTTP_EXPOSE")),
+        )
+        tokens = config_tokens(http_table)
+    except (SettingsError, OAuthConfigError) as exc:
+        raise ConfigError(str(exc)) from None
 
     return Config(
         principal=who,
@@ -286,7 +293,7 @@ def load(
         history=history,
         daily=daily,
         http=http_settings,
-        config_tokens=_config_tokens(http_table),
+        config_tokens=tokens,
     )
 
 
@@ -343,103 +350,6 @@ def _prompt_settings(table: Any, extensions: tuple[str, ...]) -> DailySettings:
         return daily_settings(template, path, extensions)
     except ValueError as exc:
         raise ConfigError(f"[prompts] {exc}") from None
-
-
-HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token", "oauth"}
-OAUTH_KEYS = {
-    "issuer",
-    "audience",
-    "jwks_uri",
-    "scopes_supported",
-    "principal_claim",
-    "jwks_max_age",
-}
-
-
-def _oauth_settings(table: Any) -> OAuthSettings | None:
-    """The ``[http.oauth]`` table (see :mod:`fsnotes.security.oauth`), or ``None``."""
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise ConfigError("[http.oauth] must be a table")
-    unknown = set(table) - OAUTH_KEYS
-    if unknown:
-        raise ConfigError(f"unknown keys in [http.oauth]: {', '.join(sorted(unknown))}")
-    for key in ("issuer", "audience"):
-        if not isinstance(table.get(key), str) or not table[key].strip():
-            raise ConfigError(f"[http.oauth] needs {key} (a URL)")
-    jwks_uri = table.get("jwks_uri")
-    claim = table.get("principal_claim", "sub")
-    if (jwks_uri is not None and not isinstance(jwks_uri, str)) or not isinstance(claim, str):
-        raise ConfigError("[http.oauth] jwks_uri and principal_claim must be strings")
-    scopes = table.get("scopes_supported", list(SCOPE_ACCESS))
-    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
-        raise ConfigError("[http.oauth] scopes_supported must be a list of strings")
-    max_age = table.get("jwks_max_age", DEFAULT_JWKS_MAX_AGE_S)
-    if isinstance(max_age, bool) or not isinstance(max_age, int | float):
-        raise ConfigError("[http.oauth] jwks_max_age must be a number of seconds")
-    settings = OAuthSettings(
-        issuer=table["issuer"].strip(),
-        audience=table["audience"].strip(),
-        jwks_uri=jwks_uri.strip() if jwks_uri else None,
-        scopes_supported=tuple(scopes),
-        principal_claim=claim,
-        jwks_max_age_s=float(max_age),
-    )
-    try:
-        settings.check()
-    except OAuthConfigError as exc:
-        raise ConfigError(str(exc)) from None
-    return settings
-
-
-def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"[http] {key} must be a list of non-empty strings")
-    return tuple(v.strip() for v in value)
-
-
-def _config_tokens(table: Any) -> tuple[TokenEntry, ...]:
-    """The ``[[http.token]]`` entries of an ``[http]`` table already checked to be a table."""
-    try:
-        return tokens_of_table(table)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def _http_settings(
-    table: Any, listen: str | None, expose: bool, env: Mapping[str, str]
-) -> HttpSettings | None:
-    """The HTTP endpoint's settings, or ``None`` when ``--http``/``FSNOTES_HTTP`` is absent
-    (the ``[http]`` table alone configures it, it does not turn it on)."""
-    if not isinstance(table, dict):
-        raise ConfigError("[http] must be a table")
-    unknown = set(table) - HTTP_KEYS
-    if unknown:
-        raise ConfigError(f"unknown keys in [http]: {', '.join(sorted(unknown))}")
-    tokens = _config_tokens(table)
-    hosts = _string_list(table, "allowed_hosts")
-    origins = _string_list(table, "allowed_origins")
-    oauth = _oauth_settings(table.get("oauth"))
-    listen = listen or env.get("FSNOTES_HTTP") or None
-    if listen is None:
-        return None
-    try:
-        host, port = parse_listen(listen)
-        settings = HttpSettings(
-            host=host,
-            port=port,
-            expose=expose or _truthy(env.get("FSNOTES_HTTP_EXPOSE")),
-            extra_hosts=hosts,
-            extra_origins=origins,
-            tokens=tokens,
-            oauth=oauth,
-        )
-        settings.check()
-    except SettingsError as exc:
-        raise ConfigError(str(exc)) from None
-    return settings
 
 
 INDEX_KEYS = {"rescan_interval", "watch"}

@@ -14,7 +14,7 @@ from typing import Any
 from fsnotes.notes.index.indexer import environment as index_environment
 from fsnotes.transport.http_settings import LOOPBACK_NAMES, HttpSettings
 from sandbox import probe
-from sandbox.jail import JailReport, applied_report
+from sandbox.jail import JailReport, abi_gaps, applied_report
 
 __all__ = ["format_text", "history_facts", "report"]
 
@@ -67,6 +67,8 @@ def report(
     history: dict[str, Any] | None = None,
     http: HttpSettings | None = None,
     http_principals: list[str] | None = None,
+    served_principal: str | None = None,
+    ungranted_principals: list[str] | None = None,
 ) -> dict[str, Any]:
     """The facts about this process and machine, as plain JSON types.
 
@@ -74,7 +76,8 @@ def report(
     :func:`sandbox.jail.apply_landlock` recorded in this process). ``history``: from
     :func:`history_facts` (defaults to the environment's settings). ``http``: the HTTP
     settings ``fsnotes serve`` would use (``None``: it would serve stdio), with the principals
-    its tokens act for.
+    its tokens act for, the principal it would serve (the one ``--workspace`` grants to) and
+    the token principals to whom no workspace is granted (a WARNING each time).
     """
     facts = probe.probe()
     jail = applied if applied is not None else applied_report()
@@ -107,8 +110,16 @@ def report(
             f"{facts.openat2_detail}: equally safe, a little slower per file operation."
         )
 
+    gaps = abi_gaps(facts.landlock_abi) if facts.landlock_abi is not None else ([], [])
     setup_page = _setup_page(facts.landlock_abi)
     http_report = _http(http, http_principals, facts.landlock_abi)
+    if http is not None:
+        http_report["served_principal"] = served_principal
+        http_report["ungranted_principals"] = sorted(ungranted_principals or [])
+        if ungranted_principals and served_principal is not None:
+            from fsnotes.app.principals import ungranted_advice
+
+            warnings.append(ungranted_advice(sorted(ungranted_principals), served_principal))
     if http is not None and not http.loopback:
         warnings.append(
             f"--http binds {http.host}, not a loopback address: {http_report['exposes']}."
@@ -146,6 +157,9 @@ def report(
                 "detected_in_process": facts.landlocked,
                 "detected_detail": facts.landlocked_detail,
                 "applied": dataclasses.asdict(jail) if jail is not None else None,
+                # What this kernel's ABI leaves unrestricted, as `fsnotes serve` would report.
+                "gaps": gaps[0],
+                "gaps_not_yet": gaps[1],
             },
             "container": {"kind": facts.container, "detail": facts.container_detail},
             "namespaces": {
@@ -170,6 +184,9 @@ def report(
     }
 
 
+# starlette and uvicorn are dependencies of fsnotes: missing means a broken or --no-deps install.
+_REINSTALL = "pip install --force-reinstall fsnotes (starlette and uvicorn are its dependencies)"
+
 # Landlock handles TCP bind/connect from ABI 4 (Linux 6.7): only then can the jail limit the
 # setup page to its one port.
 _LANDLOCK_NET_ABI = 4
@@ -193,7 +210,7 @@ def _setup_page(abi: int | None) -> dict[str, Any]:
         "detail": (
             "the setup page can run (enable it with --setup-allow)"
             if installed
-            else "the setup page's HTTP stack is not installed: pip install 'fsnotes[setup]'"
+            else "the setup page's HTTP stack is not installed: " + _REINSTALL
         ),
     }
 
@@ -268,9 +285,14 @@ def _stack_versions() -> dict[str, str | None]:
 
 def _http_lines(info: dict[str, Any]) -> list[str]:
     if not info["enabled"]:
-        stack = "installed" if info["available"] else "not installed (pip install 'fsnotes[http]')"
+        stack = "installed" if info["available"] else f"not installed ({_REINSTALL})"
         return [f"HTTP: off; {info['exposes']}. The HTTP stack is {stack}."]
     lines = [f"HTTP: {info['exposes']}."]
+    if info.get("served_principal") is not None:
+        lines.append(
+            f"  Serves principal {info['served_principal']!r}: --workspace grants to it "
+            "(--principal, FSNOTES_PRINCIPAL, the configuration's principal, else the OS user)."
+        )
     names = ", ".join(n for n in LOOPBACK_NAMES)
     lines.append(
         f"  Host must be one of {len(info['allowed_hosts'])} values (the loopback names "
@@ -290,7 +312,7 @@ def _http_lines(info: dict[str, Any]) -> list[str]:
         else "  This kernel's Landlock cannot limit TCP ports (needs ABI 4, Linux 6.7)."
     )
     if not info["available"]:
-        lines.append("  The HTTP stack is not installed: pip install 'fsnotes[http]'.")
+        lines.append(f"  The HTTP stack is not installed: {_REINSTALL}.")
     return lines
 
 
@@ -361,6 +383,8 @@ def format_text(report: dict[str, Any]) -> str:
             lines.append(f"  Scoped to this process: {', '.join(applied['scoped'])}.")
         for gap in applied["not_applied"]:
             lines.append(f"  Not restricted: {gap}.")
+        for gap in applied.get("not_yet", []):
+            lines.append(f"  Left to a kernel not released yet (nothing to do here): {gap}.")
     elif state == "inherited":
         lines.append(f"Landlock (layer 3): this process is restricted ({ll['detected_detail']}).")
     elif state == "available":
@@ -368,6 +392,10 @@ def format_text(report: dict[str, Any]) -> str:
             f"Landlock (layer 3): available ({ll['detail']}), not applied in this process; "
             "`fsnotes serve` applies it at start-up unless --no-landlock is given."
         )
+        for gap in ll["gaps"]:
+            lines.append(f"  Would not restrict: {gap}.")
+        for gap in ll["gaps_not_yet"]:
+            lines.append(f"  Left to a kernel not released yet (nothing to do here): {gap}.")
     else:
         lines.append(f"Landlock (layer 3): unavailable: {ll['detail']}.")
 

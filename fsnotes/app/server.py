@@ -10,15 +10,19 @@ directory and the read-only runtime, whatever the code above it does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
+import pwd
 import shlex
 import ssl
+import stat
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -30,6 +34,7 @@ import sandbox
 from fsnotes import __version__
 from fsnotes.app.config import Config, ConfigError
 from fsnotes.app.config_tokens import ConfigTokens
+from fsnotes.app.principals import ungranted, ungranted_advice
 from fsnotes.notes.history import History
 from fsnotes.notes.index.indexer import Catalogs
 from fsnotes.notes.store import NoteStore
@@ -39,7 +44,7 @@ from fsnotes.notes.tools.prompts import NotesPrompts
 from fsnotes.notes.tools.resources import NotesResources
 from fsnotes.notes.tools.service import NotesService
 from fsnotes.protocol.registry import App
-from fsnotes.security.grants import Access
+from fsnotes.security.grants import Access, Grants
 from fsnotes.security.seal import Keyring, Sealer
 from fsnotes.security.tokens import BearerTokens, TokenEntry
 from fsnotes.setup import code as setup_code
@@ -96,11 +101,46 @@ class Server:
 
 
 def prepare_state_dir(config: Config) -> None:
+    """Create (or tighten) the state directory; a ConfigError that says why not, and when
+    it belongs to another user, which uid runs, who owns it and the fix."""
     path = config.state_dir
     try:
         statedir.prepare_dir(path)
     except OSError as exc:
-        raise ConfigError(f"cannot use the state directory {path}: {exc.strerror}") from None
+        message = f"cannot use the state directory {path}: {exc.strerror}"
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            message += ownership_advice(path)
+        raise ConfigError(message) from None
+
+
+def ownership_advice(path: Path) -> str:
+    """Which uid runs, who owns ``path`` (or its nearest existing parent, when it is missing)
+    and how to make it this user's. Docker creates a missing ``-v`` source folder owned by
+    root, which a ``--user`` container then cannot use: the commonest case."""
+    uid, gid = os.getuid(), os.getgid()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        st = existing.stat()
+    except OSError:
+        return f" (fsnotes runs as uid {uid})"
+    where = str(path) if existing == path else f"its nearest existing parent {existing}"
+    return (
+        f". fsnotes runs as uid {uid} (gid {gid}), and {where} is owned by "
+        f"{_owner(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}. The state directory "
+        "must belong to the user fsnotes runs as: create it as that user before the first "
+        "start (for Docker, `mkdir -p` the host folder before `docker run -v` mounts it: "
+        "Docker creates a missing one owned by root), or give it to that user on the host: "
+        f"sudo chown -R {uid}:{gid} HOST_FOLDER"
+    )
+
+
+def _owner(uid: int) -> str:
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def build(config: Config, *, clock: Any = time.time) -> Server:
@@ -381,6 +421,10 @@ def jail(
         log.info("Landlock ABI %s applied", report.abi)
     for gap in report.not_applied:
         log.warning("Landlock: %s", gap)
+    for gap in report.not_yet:
+        # Only a kernel not released yet closes these: nothing to act on, so not a warning
+        # at every start; `fsnotes doctor` states them.
+        log.debug("Landlock: %s", gap)
     return report
 
 
@@ -449,7 +493,8 @@ def _serve_http(config: Config) -> int:
         from fsnotes.transport.http_server import HttpUnavailable, bind, run_http
     except ImportError as exc:
         raise ConfigError(
-            f"--http needs the HTTP stack ({exc.name} is missing): pip install 'fsnotes[http]'"
+            f"--http needs the HTTP stack ({exc.name} is missing): starlette and uvicorn are "
+            "dependencies of fsnotes; reinstall it (pip install --force-reinstall fsnotes)"
         ) from None
     settings = config.http
     assert settings is not None
@@ -461,6 +506,8 @@ def _serve_http(config: Config) -> int:
     oauth_paths, oauth_ports = _oauth_jail_needs(authenticator)
     server = build(config)
     try:
+        principals = authenticator.principals()
+        _warn_ungranted(config, principals, server.setup.grants)
         try:
             sock = bind(settings.host, settings.port)
         except HttpUnavailable as exc:
@@ -473,7 +520,7 @@ def _serve_http(config: Config) -> int:
                     "exposing %d workspace(s) over HTTP at %s to principals %s (--http-expose)",
                     len(config.workspaces),
                     settings.describe(port),
-                    ", ".join(repr(p) for p in authenticator.principals()) or "(OAuth only)",
+                    _names(principals, oauth=not isinstance(authenticator, BearerTokens)),
                 )
             try:
                 jail(server, extra_read_only=oauth_paths, extra_connect_tcp=oauth_ports)
@@ -485,8 +532,10 @@ def _serve_http(config: Config) -> int:
                 ) from None
             server.shared.start_pool()  # the database pool's threads start inside the jail
             log.info(
-                "serving %d workspace(s) over HTTP; shared state: %s",
+                "serving %d workspace(s) over HTTP at %s for principal(s) %s; shared state: %s",
                 len(config.workspaces),
+                settings.url(port),
+                _names(principals, oauth=not isinstance(authenticator, BearerTokens)),
                 server.shared.where,
             )
             try:
@@ -505,6 +554,22 @@ def _serve_http(config: Config) -> int:
     finally:
         server.close()
     return 0
+
+
+def _names(principals: Sequence[str], *, oauth: bool) -> str:
+    """The principals an HTTP server acts for, as its start-up lines name them."""
+    named = ", ".join(repr(p) for p in principals)
+    if oauth:
+        return f"{named} and the OAuth subjects" if named else "the OAuth subjects"
+    return named
+
+
+def _warn_ungranted(config: Config, principals: Sequence[str], grants: Grants) -> None:
+    """Warn when a token acts for a principal to whom nothing is granted (see
+    :mod:`fsnotes.app.principals`): its calls would all answer "no workspace"."""
+    missing = ungranted(principals, lambda p: bool(grants.granted(p)))
+    if missing:
+        log.warning("%s", ungranted_advice(missing, config.principal))
 
 
 def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:

@@ -24,10 +24,10 @@ from typing import Final
 from fsnotes.notes.store import MAX_NOTE_BYTES, NoteStore, display, etag_of
 from fsnotes.state.history_store import HistoryStore, HistoryUnavailable, Version
 from sandbox import errors as sx
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.history")
 
-Components = tuple[str, ...]
 
 __all__ = ["UNKNOWN", "History", "HistoryUnavailable", "Keep", "Version", "current_etag"]
 

@@ -18,8 +18,7 @@ from fsnotes.notes.text.markdown import NoteMeta, analyse
 from sandbox import uri as lexical
 from sandbox.errors import SandboxError
 from sandbox.root import FileIdentity, FileInfo, ReadResult, Root
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt")
 # The largest note we read or write. Notes are prose; 4 MiB is a few books. Larger files
@@ -27,9 +26,6 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt")
 # It also keeps a whole-note write (content escaped as JSON) under the protocol's 8 MiB
 # line limit (fsnotes.protocol.limits.MAX_LINE_BYTES) for ordinary text.
 MAX_NOTE_BYTES = 4 * 1024 * 1024
-# How many walked entries the leftover sweep handles between two calls of its checkpoint
-# (cancellation): often enough to stop within milliseconds, rarely enough to cost nothing.
-SWEEP_CHECKPOINT_EVERY = 1024
 
 
 class Keeper(Protocol):

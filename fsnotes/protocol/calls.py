@@ -33,7 +33,8 @@ T = TypeVar("T")
 
 
 class Channel(Protocol):
-    """Where one request's messages go; the transport supplies it with each request."""
+    """Where one request's messages go; the runner (:mod:`fsnotes.runtime`) supplies it with
+    each request, over the transport's peer."""
 
     @property
     def closed(self) -> bool:

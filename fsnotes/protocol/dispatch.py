@@ -3,9 +3,11 @@
 :class:`Dispatcher` holds only what is derived from the :class:`App` (the tool table, server
 info, capabilities, the method table). It knows no process and no transport: each request comes
 with the session it belongs to (or ``None``), the principal it acts for (the transport's to
-say), and, to run, a :class:`~fsnotes.protocol.calls.Channel` to the client that sent it. A
-stdio connection passes its one session; Streamable HTTP would pass the session named by
-``Mcp-Session-Id``, or none for a stateless 2026-07-28 request.
+say), and, to run, a :class:`~fsnotes.protocol.calls.Channel` to the client that sent it (the
+runner's, :mod:`fsnotes.runtime`). A stdio connection passes its one session; Streamable HTTP
+passes the session named by ``Mcp-Session-Id``, or none for a stateless 2026-07-28 request.
+:meth:`Dispatcher.route` never waits; :meth:`Dispatcher.respond` awaits the handler and
+nothing else (it starts no task and keeps no timer: the runner does).
 
 Era rules (mcp-protocol.md §2, §10): a request whose ``params._meta`` carries
 ``io.modelcontextprotocol/protocolVersion`` is served statelessly as 2026-07-28 ("modern"),
@@ -17,9 +19,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from fsnotes.protocol import limits
+from fsnotes.protocol import inbound, limits
 from fsnotes.protocol.calls import Asking, Call, Channel
 from fsnotes.protocol.encoding import elicit_params, result_message
 from fsnotes.protocol.handlers import Handlers, ToolTable
@@ -99,9 +100,7 @@ class Dispatcher:
 
     def route(
         self,
-        request_id: RequestId,
-        method: str,
-        params: Any,
+        request: inbound.Request,
         *,
         session: Session | None,
         principal: str,
@@ -109,8 +108,10 @@ class Dispatcher:
         """A request's answer, or the :class:`Call` to run for it (:meth:`respond`).
 
         ``session`` is the legacy session the request arrived in (``None`` if there is none);
-        ``principal`` who it acts for. Nothing here waits or keeps the request.
+        ``principal`` who it acts for. The era is the request's :attr:`~inbound.Request.tag`
+        (read once, when it was classified). Nothing here waits or keeps the request.
         """
+        request_id, method, params = request.id, request.method, request.params
         if params is not None and not isinstance(params, dict):
             return Reply(
                 error_message(
@@ -118,14 +119,12 @@ class Dispatcher:
                 )
             )
         params = params or {}
-        meta = params.get("_meta")
-        modern_tagged = isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
         try:
             # A modern-tagged request is served as 2026-07-28 whatever its method (D26
             # versioning.mdx, dual-era servers), and that revision has no initialize: such an
             # initialize is -32601 and opens no session.
-            if modern_tagged or method == "server/discover":
-                return self._modern(request_id, method, params, principal)
+            if request.tag is not None or method == "server/discover":
+                return self._modern(request_id, method, params, request.tag, principal)
             if method == "initialize":
                 return self._initialize(request_id, params, session)
             if method == "ping":
@@ -189,12 +188,18 @@ class Dispatcher:
         return caps
 
     def _modern(
-        self, request_id: RequestId, method: str, params: JSONObject, principal: str
+        self,
+        request_id: RequestId,
+        method: str,
+        params: JSONObject,
+        tag: inbound.EraTag | None,
+        principal: str,
     ) -> Reply | Call:
         meta = params.get("_meta")
         if not isinstance(meta, dict):
             raise Fault(INVALID_PARAMS, "Invalid params: params._meta is required (2026-07-28)")
-        version = meta.get(META_PROTOCOL_VERSION)
+        # The tag read when the request was classified (a server/discover may have none).
+        version = tag.version if tag is not None else None
         if not isinstance(version, str):
             raise Fault(
                 INVALID_PARAMS, f"Invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string"

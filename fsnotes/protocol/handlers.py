@@ -8,16 +8,14 @@ process or a transport: the same handlers serve every session and the stateless 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.protocol import limits
 from fsnotes.protocol.calls import Asking, Call, Channel, Handler, InputUnavailable, drive
 from fsnotes.protocol.calls import context as call_context
@@ -35,7 +33,7 @@ from fsnotes.protocol.registry import (
     ToolResult,
     URLElicitationRequired,
 )
-from fsnotes.protocol.schema import describe_validation_error, model_schema
+from fsnotes.protocol.tool_schema import describe_validation_error, model_schema
 from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -84,8 +82,7 @@ class ToolTable:
         return body
 
     def encode_cursor(self, offset: int) -> str:
-        raw = json.dumps([offset, self.fingerprint]).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return cursor_codec.encode([offset, self.fingerprint])
 
     def decode_cursor(self, cursor: Any) -> int:
         # An empty-string cursor is valid (2026-07-28 pagination); we never issue one, so it
@@ -98,9 +95,8 @@ class ToolTable:
         if not isinstance(cursor, str) or len(cursor) > 200:
             raise bad
         try:
-            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-            offset, fingerprint = json.loads(raw)
-        except (ValueError, TypeError, binascii.Error):
+            offset, fingerprint = cursor_codec.decode(cursor)
+        except (ValueError, TypeError):
             raise bad from None
         if (
             fingerprint != self.fingerprint

@@ -2,7 +2,7 @@
 and what a JSON object is as a JSON-RPC message (:func:`classify`).
 
 Both transports parse here: stdio one line at a time (through
-:meth:`~fsnotes.protocol.connection.ServerConnection.receive_line`), Streamable HTTP one POST
+:meth:`~fsnotes.runtime.connection.ServerConnection.receive_line`), Streamable HTTP one POST
 body at a time. The checks run in the order that bounds what a peer can make the server hold:
 the JSON values are counted on the bytes (in C, before anything is built), then the bytes are
 decoded, then parsed.
@@ -11,13 +11,20 @@ decoded, then parsed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fsnotes.protocol import limits
 from fsnotes.protocol.linecost import LineCost, line_cost
 from fsnotes.protocol.registry import JSONObject
-from fsnotes.protocol.wire import INVALID_REQUEST, PARSE_ERROR, RequestId, error_message, valid_id
+from fsnotes.protocol.wire import (
+    INVALID_REQUEST,
+    META_PROTOCOL_VERSION,
+    PARSE_ERROR,
+    RequestId,
+    error_message,
+    valid_id,
+)
 
 
 @dataclass(frozen=True)
@@ -77,20 +84,58 @@ def parse(data: bytes, *, unit: str = "message") -> Parsed | Rejected:
 
 
 @dataclass(frozen=True)
+class EraTag:
+    """A message's ``params._meta`` ``io.modelcontextprotocol/protocolVersion`` as sent (any
+    JSON value, ``null`` included: the dispatcher checks it)."""
+
+    version: Any
+
+
+def era_tag(params: Any) -> EraTag | None:
+    """The message's era tag, or ``None`` when ``_meta`` has no protocol version.
+
+    The one place that reads it (through :attr:`Request.tag`). A tagged message is 2026-07-28,
+    whatever session it arrives in (D26 versioning.mdx, dual-era servers); an untagged one is
+    served by its session (or, over HTTP, by its ``MCP-Protocol-Version`` header).
+    """
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and META_PROTOCOL_VERSION in meta:
+        return EraTag(meta[META_PROTOCOL_VERSION])
+    return None
+
+
+@dataclass(frozen=True)
 class Request:
-    """A request: it gets exactly one answer."""
+    """A request: it gets exactly one answer. ``tag`` is read from ``params`` once, here."""
 
     id: RequestId
     method: str
     params: Any
+    tag: EraTag | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tag", era_tag(self.params))
+
+    @property
+    def modern(self) -> bool:
+        """Is it tagged 2026-07-28 (``_meta`` names a protocol version)?"""
+        return self.tag is not None
 
 
 @dataclass(frozen=True)
 class Notification:
-    """A notification: never answered, not even with an error."""
+    """A notification: never answered, not even with an error. ``tag`` as a request's."""
 
     method: str
     params: Any
+    tag: EraTag | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tag", era_tag(self.params))
+
+    @property
+    def modern(self) -> bool:
+        return self.tag is not None
 
 
 @dataclass(frozen=True)

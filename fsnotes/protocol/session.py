@@ -1,8 +1,8 @@
 """A legacy (2025-11-25) session: what one client's ``initialize`` negotiated and what it has
 told the server since.
 
-One per stdio process (the :class:`~fsnotes.protocol.connection.ServerConnection` owns it);
-over Streamable HTTP it would be one per ``Mcp-Session-Id``. The 2026-07-28 era has no session:
+One per stdio process (the :class:`~fsnotes.runtime.connection.ServerConnection` owns it);
+over Streamable HTTP one per ``Mcp-Session-Id``. The 2026-07-28 era has no session:
 its requests carry everything in ``_meta`` and are served with ``session=None``. A session holds
 no I/O and no process: the channel a request arrives on is passed beside it.
 """

@@ -1,15 +1,13 @@
-"""The JSON-RPC vocabulary the core speaks: ``_meta`` keys, error codes, error responses, id
-rules, and the actions a channel performs for the core (:class:`Send`, :class:`StartTask`,
-:class:`CancelTask`, :class:`DeliverReply`) with the :class:`Peer` it offers a task.
+"""The JSON-RPC vocabulary the core speaks: ``_meta`` keys, error codes, error responses and
+id rules.
 
 Nothing here holds state or does I/O; every other module of the core builds on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 from fsnotes.protocol.registry import JSONObject
 
@@ -32,7 +30,6 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 URL_ELICITATION_REQUIRED = -32042  # 2025-11-25 only; 2026-07-28 reserves it, never emitted
 
 RequestId = str | int
-TaskKey = tuple[str, RequestId]
 
 
 class Fault(Exception):
@@ -83,60 +80,3 @@ def cancelled(request_id: int, reason: str) -> JSONObject:
         "method": "notifications/cancelled",
         "params": {"requestId": request_id, "reason": reason},
     }
-
-
-# --- actions --------------------------------------------------------------------------------
-
-
-class Peer(Protocol):
-    """What the transport offers a running task."""
-
-    async def send(self, message: JSONObject) -> None:
-        """Write one message (a no-op once the client has gone)."""
-        ...
-
-    async def write(self, line: bytes) -> None:
-        """Write one message already encoded by :func:`framing.encode_message` (a no-op once
-        the client has gone). Returns once it is written, or can never be."""
-        ...
-
-    async def request(
-        self, request_id: int, message: JSONObject, timeout: float
-    ) -> JSONObject | None:
-        """Send a server-to-client request and wait for the reply delivered by
-        :class:`DeliverReply` with ``request_id``; ``None`` after ``timeout`` seconds or when the
-        client has gone."""
-        ...
-
-
-@dataclass(frozen=True)
-class Send:
-    """Write ``message`` to the client."""
-
-    message: JSONObject
-
-
-@dataclass(frozen=True)
-class StartTask:
-    """Run ``run(peer)`` as a task in its own cancel scope, known by ``key``."""
-
-    key: TaskKey
-    run: Callable[[Peer], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class CancelTask:
-    """Cancel the task known by ``key`` (if it still runs); it must send nothing more."""
-
-    key: TaskKey
-
-
-@dataclass(frozen=True)
-class DeliverReply:
-    """The client answered our request ``request_id``; wake its waiter with ``message``."""
-
-    request_id: int
-    message: JSONObject
-
-
-Action = Send | StartTask | CancelTask | DeliverReply

@@ -32,11 +32,10 @@ if TYPE_CHECKING:
     )
     from fsnotes.security.oauth import Chained, OAuthTokens
     from fsnotes.security.oauth_settings import (
-        DEFAULT_JWKS_MAX_AGE_S,
         RESOLVER_FILES,
-        SCOPE_ACCESS,
         OAuthConfigError,
         OAuthSettings,
+        oauth_settings_from,
     )
     from fsnotes.security.seal import Keyring, Sealer
     from fsnotes.security.shown import distinguishable, has_hidden
@@ -55,9 +54,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "DEFAULT_JWKS_MAX_AGE_S",
     "RESOLVER_FILES",
-    "SCOPE_ACCESS",
     "TOKENS_FILE",
     "Access",
     "Authenticator",
@@ -86,6 +83,7 @@ __all__ = [
     "distinguishable",
     "entry_from",
     "has_hidden",
+    "oauth_settings_from",
     "open_state",
     "read_tokens",
     "revoke_tokens",
@@ -111,7 +109,6 @@ _HOME = {
     "OAuthTokens": "oauth",
     "RESOLVER_FILES": "oauth_settings",
     "RuntimeLayer": "grants",
-    "DEFAULT_JWKS_MAX_AGE_S": "oauth_settings",
     "SCOPE_ACCESS": "oauth_settings",
     "Sealer": "seal",
     "Subject": "consent",
@@ -125,6 +122,7 @@ _HOME = {
     "ceiling_of": "grants",
     "distinguishable": "shown",
     "entry_from": "tokens",
+    "oauth_settings_from": "oauth_settings",
     "has_hidden": "shown",
     "open_state": "consent",
     "read_tokens": "tokens",

@@ -177,10 +177,6 @@ class Grants:
         # another thread sees one layer's table or the other's, never a mix.
         self._merged: tuple[RuntimeLayer, _Table] = (EMPTY_LAYER, self._merge(EMPTY_LAYER))
 
-    @property
-    def configured_workspaces(self) -> list[Workspace]:
-        return list(self._config_ws.values())
-
     def _merge(self, layer: RuntimeLayer) -> _Table:
         table = dict(self._config_ws)
         for ws in layer.workspaces:

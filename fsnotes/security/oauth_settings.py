@@ -121,3 +121,48 @@ class OAuthSettings:
         """The TCP ports fetches go to (the jail allows connecting to these)."""
         urls = [self.issuer, *([self.jwks_uri] if self.jwks_uri else [])]
         return sorted({_port_of(urllib.parse.urlsplit(u)) for u in urls})
+
+
+OAUTH_KEYS = {
+    "issuer",
+    "audience",
+    "jwks_uri",
+    "scopes_supported",
+    "principal_claim",
+    "jwks_max_age",
+}
+
+
+def oauth_settings_from(table: Any) -> OAuthSettings | None:
+    """The ``[http.oauth]`` table of the configuration file (see :mod:`fsnotes.security.oauth`)
+    as settings, checked; ``None`` without one. :class:`OAuthConfigError` says what is wrong."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise OAuthConfigError("[http.oauth] must be a table")
+    unknown = set(table) - OAUTH_KEYS
+    if unknown:
+        raise OAuthConfigError(f"unknown keys in [http.oauth]: {', '.join(sorted(unknown))}")
+    for key in ("issuer", "audience"):
+        if not isinstance(table.get(key), str) or not table[key].strip():
+            raise OAuthConfigError(f"[http.oauth] needs {key} (a URL)")
+    jwks_uri = table.get("jwks_uri")
+    claim = table.get("principal_claim", "sub")
+    if (jwks_uri is not None and not isinstance(jwks_uri, str)) or not isinstance(claim, str):
+        raise OAuthConfigError("[http.oauth] jwks_uri and principal_claim must be strings")
+    scopes = table.get("scopes_supported", list(SCOPE_ACCESS))
+    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+        raise OAuthConfigError("[http.oauth] scopes_supported must be a list of strings")
+    max_age = table.get("jwks_max_age", DEFAULT_JWKS_MAX_AGE_S)
+    if isinstance(max_age, bool) or not isinstance(max_age, int | float):
+        raise OAuthConfigError("[http.oauth] jwks_max_age must be a number of seconds")
+    settings = OAuthSettings(
+        issuer=table["issuer"].strip(),
+        audience=table["audience"].strip(),
+        jwks_uri=jwks_uri.strip() if jwks_uri else None,
+        scopes_supported=tuple(scopes),
+        principal_claim=claim,
+        jwks_max_age_s=float(max_age),
+    )
+    settings.check()
+    return settings

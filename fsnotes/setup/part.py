@@ -171,8 +171,9 @@ def _page_runner(
         from fsnotes.setup.runner import PageRunner
     except ImportError as exc:
         raise SetupError(
-            f"the setup page needs its optional HTTP stack ({exc.name} is missing); install "
-            "it with: pip install 'fsnotes[setup]'"
+            f"the setup page needs its HTTP stack ({exc.name} is missing): starlette and "
+            "uvicorn are dependencies of fsnotes; reinstall it (pip install --force-reinstall "
+            "fsnotes)"
         ) from None
 
     def grantable(setup: Setup) -> bool:

@@ -37,6 +37,7 @@ from starlette.types import ASGIApp
 
 from fsnotes.setup.policy import PageUnavailable, SetupPolicy
 from fsnotes.transport.http_guard import QuietServer, guarded_server
+from fsnotes.transport.listen import ListenRefused, listen_socket
 
 __all__ = ["PAGE_IDLE_GRACE_S", "PageRunner", "PageUnavailable"]
 
@@ -76,39 +77,24 @@ MAX_HEADER_BYTES = 16 * 1024
 KEEP_ALIVE_S = 5
 
 
+# What a refused bind means for the page, in more words than the general reason.
+_BIND_REFUSED = (
+    "binding was refused (a port below 1024 needs privileges; under Landlock only the "
+    "configured setup port may be bound)"
+)
+_REASONS: dict[int | None, str] = {
+    errno.EADDRINUSE: "the port is already in use (another fsnotes, or another program)",
+    errno.EACCES: _BIND_REFUSED,
+    errno.EPERM: _BIND_REFUSED,
+}
+
+
 def _bind(host: str, port: int) -> socket.socket:
-    where = f"{host}:{port}"
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
-    except socket.gaierror as exc:
-        raise PageUnavailable(
-            f"the setup page cannot listen on {where}: {host!r} is not a numeric IP address "
-            f"({exc.strerror})"
-        ) from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        # Rebinding right after a stop must not wait for TIME_WAIT connections to clear;
-        # this does not let two listeners share the port (that needs SO_REUSEPORT).
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(LISTEN_BACKLOG)
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            reason = "the port is already in use (another fsnotes, or another program)"
-        elif exc.errno in (errno.EACCES, errno.EPERM):
-            reason = (
-                "binding was refused (a port below 1024 needs privileges; under Landlock only "
-                "the configured setup port may be bound)"
-            )
-        elif exc.errno == errno.EADDRNOTAVAIL:
-            reason = "that address is not on this machine"
-        else:
-            reason = exc.strerror or str(exc)
-        raise PageUnavailable(f"the setup page cannot listen on {where}: {reason}") from None
-    return sock
+        return listen_socket(host, port, backlog=LISTEN_BACKLOG)
+    except ListenRefused as exc:
+        reason = _REASONS.get(exc.errno, exc.reason)
+        raise PageUnavailable(f"the setup page cannot listen on {host}:{port}: {reason}") from None
 
 
 class PageRunner:

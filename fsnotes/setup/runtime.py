@@ -33,10 +33,9 @@ from fsnotes.setup.store import SetupStore, StoredGrant
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import Root
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.setup")
-
-Components = tuple[str, ...]
 
 
 @dataclass(frozen=True)

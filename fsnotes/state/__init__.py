@@ -49,10 +49,11 @@ if TYPE_CHECKING:
         StoreFull,
         open_replay,
     )
-    from fsnotes.state.shared import SharedState, StateUnavailable
+    from fsnotes.state.shared import DB_FILES, SharedState, StateUnavailable
     from fsnotes.state.sqlite import LocalDB
 
 __all__ = [
+    "DB_FILES",
     "DEFAULT_MAX_AGE_S",
     "DEFAULT_MAX_BYTES",
     "PENDING",
@@ -94,6 +95,7 @@ _HOME = {
     "AuditUnavailable": "audit",
     "Auditor": "audit",
     "ClaimNotRecorded": "replay",
+    "DB_FILES": "shared",
     "DEFAULT_MAX_AGE_S": "history_store",
     "DEFAULT_MAX_BYTES": "history_store",
     "Database": "database",

@@ -19,19 +19,24 @@ if TYPE_CHECKING:
         LOOPBACK_NAMES,
         HttpSettings,
         SettingsError,
-        parse_listen,
+        config_tokens,
+        http_settings_from,
     )
+    from fsnotes.transport.listen import ListenRefused, listen_socket
     from fsnotes.transport.stdio import run_stdio
 
 __all__ = [
     "LOOPBACK_NAMES",
     "HttpSettings",
     "HttpUnavailable",
+    "ListenRefused",
     "QuietServer",
     "SettingsError",
     "bind",
+    "config_tokens",
     "guarded_server",
-    "parse_listen",
+    "http_settings_from",
+    "listen_socket",
     "run_http",
     "run_stdio",
 ]
@@ -42,11 +47,14 @@ _HOME = {
     "HttpSettings": "http_settings",
     "HttpUnavailable": "http_server",
     "LOOPBACK_NAMES": "http_settings",
+    "ListenRefused": "listen",
     "QuietServer": "http_guard",
     "SettingsError": "http_settings",
     "bind": "http_server",
     "guarded_server": "http_guard",
-    "parse_listen": "http_settings",
+    "listen_socket": "listen",
+    "config_tokens": "http_settings",
+    "http_settings_from": "http_settings",
     "run_http": "http_server",
     "run_stdio": "stdio",
 }

@@ -27,10 +27,12 @@ that era a closed stream does not cancel (the spec: "Disconnection SHOULD NOT be
 the client cancelling its request"; ``notifications/cancelled`` does).
 
 The core does the rest: one :class:`~fsnotes.protocol.dispatch.Dispatcher` for all, one
-:class:`~fsnotes.protocol.connection.ServerConnection` per session, and one in-flight budget
-(:class:`~fsnotes.protocol.budget.InFlightBudget`) and one budget of answers waiting to be
-written (:class:`~fsnotes.protocol.answers.AnswerBudget`) shared by every request of both eras,
-so the number of clients does not multiply what they can make the server hold.
+:class:`~fsnotes.runtime.connection.ServerConnection` per session, one
+:class:`~fsnotes.runtime.runner.Runner` for the stateless requests (the runner stdio and the
+sessions use), and one in-flight budget (:class:`~fsnotes.runtime.budget.InFlightBudget`) and
+one budget of answers waiting to be written (:class:`~fsnotes.runtime.answers.AnswerBudget`)
+shared by every request of both eras, so the number of clients does not multiply what they can
+make the server hold.
 Not supported (MAY in the spec): resuming streams with ``Last-Event-ID`` (ignored), batches of a
 2025-03-26 session, CORS (no browser page can read an answer).
 """
@@ -46,8 +48,6 @@ import anyio.abc
 from starlette.types import Receive, Scope, Send
 
 from fsnotes.protocol import inbound, limits
-from fsnotes.protocol.answers import Admitted, AnswerBudget, admit
-from fsnotes.protocol.budget import Hold, InFlightBudget
 from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.registry import App
@@ -55,27 +55,28 @@ from fsnotes.protocol.versions import ADVERTISED_VERSIONS, LEGACY_VERSIONS
 from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    META_PROTOCOL_VERSION,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Fault,
     RequestId,
     error_message,
     fault_message,
 )
+from fsnotes.runtime.answers import AnswerBudget
+from fsnotes.runtime.budget import InFlightBudget
+from fsnotes.runtime.runner import Runner
 from fsnotes.security.tokens import Authenticator, InsufficientScope, Unauthenticated
 from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_legacy import LegacySessions
 from fsnotes.transport.http_reply import (
     CLOSE,
     RETRY_AFTER,
-    ModernChannel,
+    HttpReply,
+    ModernPeer,
     Stalled,
     refuse,
     respond,
     until_gone,
-)
-from fsnotes.transport.http_reply import (
-    Reply as HttpReply,
 )
 from fsnotes.transport.http_sessions import (
     SESSION_SWEEP_S,
@@ -95,12 +96,6 @@ MAX_MODERN_IN_FLIGHT = limits.MAX_IN_FLIGHT
 
 def _refusal(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
     return encode_message(error_message(request_id, code, message, data))
-
-
-def _tagged(params: Any) -> bool:
-    """Does a request's ``params._meta`` name a protocol version (a 2026-07-28 request)?"""
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
 
 
 class McpEndpoint:
@@ -127,7 +122,13 @@ class McpEndpoint:
         self.budget = InFlightBudget(limits.MAX_IN_FLIGHT_BYTES)
         self.answers = AnswerBudget(limits.MAX_PENDING_ANSWER_BYTES)
         self.sessions = sessions or SessionTable()
-        self.modern_in_flight = 0
+        # The stateless requests' runner: at most MAX_MODERN_IN_FLIGHT at once.
+        self.stateless = Runner(
+            self.dispatcher,
+            budget=self.budget,
+            answers=self.answers,
+            max_in_flight=MAX_MODERN_IN_FLIGHT,
+        )
         self.body_timeout = body_timeout
         self._hosts = settings.allowed_hosts(port)
         self._origins = settings.allowed_origins(port)
@@ -317,9 +318,9 @@ class McpEndpoint:
                 code=hw.HEADER_MISMATCH,
             )
             return
+        # The body's era tag (read once, by classify), or a header naming no legacy version.
         modern = (
-            isinstance(envelope, inbound.Request | inbound.Notification)
-            and _tagged(envelope.params)
+            isinstance(envelope, inbound.Request | inbound.Notification) and envelope.modern
         ) or (version is not None and version.strip(" \t") not in LEGACY_VERSIONS)
         if modern:
             await self._modern(envelope, parsed, version, scope, receive, send, principal)
@@ -354,9 +355,9 @@ class McpEndpoint:
             )
             return
         request_id, method, params = envelope.id, envelope.method, envelope.params
-        if _tagged(params):
+        if envelope.tag is not None:
             fault = hw.check_mirrored_headers(
-                scope["headers"], method, params, params["_meta"][META_PROTOCOL_VERSION]
+                scope["headers"], method, params, envelope.tag.version
             )
             if fault is not None:
                 await respond(send, 400, encode_message(fault_message(request_id, fault)))
@@ -383,49 +384,28 @@ class McpEndpoint:
                 code=METHOD_NOT_FOUND,
             )
             return
-        hold = Hold()
-        if self.modern_in_flight >= MAX_MODERN_IN_FLIGHT or not self.budget.reserve(
-            hold, parsed.cost.charge
-        ):
+        # Admitted before it is routed, so that a client at the bound is told to back off
+        # (503, Retry-After) whatever it asks; routing is pure, so nothing changed meanwhile.
+        if not self.stateless.has_room(parsed.cost.charge):
             await self._busy(send, request_id)
             return
-        self.modern_in_flight += 1
+        routed = self.dispatcher.route(envelope, session=None, principal=principal)
+        if isinstance(routed, Reply):
+            message = routed.message
+            await respond(send, hw.modern_status(message), encode_message(message))
+            return
         try:
-            routed = self.dispatcher.route(
-                request_id, method, params, session=None, principal=principal
-            )
-            if isinstance(routed, Reply):
-                message = routed.message
-                await respond(send, hw.modern_status(message), encode_message(message))
-                return
-            reply = HttpReply(send)
-            call = routed
-
-            async def handle() -> Admitted | None:
-                # The answer is charged to the answers budget every request shares until it
-                # is written (a read too large for it now is computed again once it fits).
-                return await admit(
-                    self.answers,
-                    call,
-                    lambda: self.dispatcher.respond(call, ModernChannel(reply)),
-                    may_rerun=lambda: call.reads_only,
-                    wanted=lambda: not reply.gone,
-                )
-
-            admitted: Admitted | None = await until_gone(receive, reply, handle, cancel=True)
-            call.active = False
-            if admitted is None:
-                _log.debug("request %r: its stream closed, so it was cancelled", request_id)
-            else:
-                try:
-                    await reply.answer(admitted.line, hw.status_of(admitted.error_code))
-                finally:
-                    self.answers.free(len(admitted.line))
-            if reply.stalled:
-                raise Stalled
-        finally:
-            self.modern_in_flight -= 1
-            self.budget.release(hold)
+            job = self.stateless.start(routed, parsed.cost.charge, keyed=False)
+        except Fault:  # not reached: room was checked above, with no wait since
+            await self._busy(send, request_id)
+            return
+        reply = HttpReply(send)
+        # Closing the stream cancels the request (2026-07-28 streamable-http).
+        await until_gone(receive, reply, lambda: job.run(ModernPeer(reply)), cancel=True)
+        if reply.gone and not reply.done:
+            _log.debug("request %r: its stream closed, so it was cancelled", request_id)
+        if reply.stalled:
+            raise Stalled
 
     async def _busy(self, send: Send, request_id: RequestId | None) -> None:
         await refuse(

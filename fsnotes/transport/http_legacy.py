@@ -1,10 +1,10 @@
 """The 2025-11-25 half of the MCP endpoint: sessions over Streamable HTTP.
 
 ``initialize`` (with no ``Mcp-Session-Id``) opens a session: a
-:class:`~fsnotes.protocol.connection.ServerConnection` for the principal whose token sent it,
+:class:`~fsnotes.runtime.connection.ServerConnection` for the principal whose token sent it,
 sharing the endpoint's dispatcher and its in-flight and answer budgets, kept in the
 :class:`~fsnotes.transport.http_sessions.SessionTable` under a fresh id that the response's
-``Mcp-Session-Id`` carries. Later POSTs name the id: a request's task runs in the POST's own
+``Mcp-Session-Id`` carries. Later POSTs name the id: a request's job runs in the POST's own
 handler and writes through a :class:`~fsnotes.transport.http_reply.PostPeer` (JSON, or an SSE
 stream when a notification or our request goes first); a notification or a response to our
 request is handed to the connection and answered 202. GET opens the session's stream (messages
@@ -22,26 +22,18 @@ import anyio.abc
 from starlette.types import Receive, Scope, Send
 
 from fsnotes.protocol import inbound
-from fsnotes.protocol.answers import AnswerBudget
-from fsnotes.protocol.budget import InFlightBudget
-from fsnotes.protocol.connection import ServerConnection
 from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.registry import App
-from fsnotes.protocol.wire import (
-    INTERNAL_ERROR,
-    Action,
-    CancelTask,
-    DeliverReply,
-    StartTask,
-)
-from fsnotes.protocol.wire import (
-    Send as SendAction,
-)
+from fsnotes.protocol.wire import INTERNAL_ERROR
+from fsnotes.runtime.answers import AnswerBudget
+from fsnotes.runtime.budget import InFlightBudget
+from fsnotes.runtime.connection import Job, Out, ServerConnection, Write
 from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_reply import (
     RETRY_AFTER,
     SSE_HEADERS,
+    HttpReply,
     PostPeer,
     Stalled,
     StreamPeer,
@@ -49,9 +41,6 @@ from fsnotes.transport.http_reply import (
     respond,
     until_gone,
     write_body,
-)
-from fsnotes.transport.http_reply import (
-    Reply as HttpReply,
 )
 from fsnotes.transport.http_sessions import (
     HttpSession,
@@ -135,9 +124,7 @@ class LegacySessions:
             return
         # ping is answered without a session (2025-11-25 lifecycle); anything else is refused
         # by the dispatcher, which says what to send instead (400: a session is required).
-        routed = self.dispatcher.route(
-            envelope.id, envelope.method, envelope.params, session=None, principal=principal
-        )
+        routed = self.dispatcher.route(envelope, session=None, principal=principal)
         if isinstance(routed, Reply):
             await respond(send, hw.modern_status(routed.message), encode_message(routed.message))
         else:  # not reached: without a session and _meta the dispatcher starts nothing
@@ -165,8 +152,8 @@ class LegacySessions:
             budget=self.budget,
             answers=self.answers,
         )
-        actions = conn.receive_parsed(parsed)
-        answer = next((a.message for a in actions if isinstance(a, SendAction)), None)
+        outs = conn.receive_parsed(parsed)
+        answer = next((o.message for o in outs if isinstance(o, Write)), None)
         if answer is None or conn.session is None:
             await respond(send, 400, encode_message(answer or {}))
             return
@@ -188,74 +175,41 @@ class LegacySessions:
         if isinstance(envelope, inbound.Invalid):
             await respond(send, 400, encode_message(envelope.error))
             return
-        actions = session.conn.receive_parsed(parsed)
+        outs = session.conn.receive_parsed(parsed)
         if not isinstance(envelope, inbound.Request):
             # A notification or our request's answer: whatever it starts runs on its own.
-            self._perform(session, actions)
+            self._perform(session, outs)
             await respond(send, 202, json=False)
             return
-        for action in actions:
-            if isinstance(action, SendAction):
-                await respond(send, 200, encode_message(action.message))
-            elif isinstance(action, StartTask):
-                await self._run_in_session(session, action, receive, send)
+        for out in outs:
+            if isinstance(out, Write):
+                await respond(send, 200, encode_message(out.message))
             else:
-                self._perform(session, [action])
+                await self._run_in_session(out, receive, send, session)
 
     async def _run_in_session(
-        self, session: HttpSession, start: StartTask, receive: Receive, send: Send
+        self, job: Job, receive: Receive, send: Send, session: HttpSession
     ) -> None:
         reply = HttpReply(send)
-        scope = anyio.CancelScope()
-        session.scopes[start.key] = scope
-
-        async def work() -> None:
-            try:
-                with scope:
-                    await start.run(PostPeer(session, reply))
-            except Exception:
-                _log.exception("request task %r failed", start.key)
-            finally:
-                if session.scopes.get(start.key) is scope:
-                    del session.scopes[start.key]
-
         # 2025-11-25: a closed stream is not a cancellation; the request runs on.
-        await until_gone(receive, reply, work, cancel=False)
+        await until_gone(receive, reply, lambda: job.run(PostPeer(session, reply)), cancel=False)
         if reply.stalled:
             raise Stalled
         await reply.finish()  # cancelled: the stream ends without an answer
 
-    def _perform(self, session: HttpSession, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, CancelTask):
-                session.cancel(action.key)
-            elif isinstance(action, DeliverReply):
-                session.deliver(action.request_id, action.message)
-            elif isinstance(action, StartTask):
-                self._spawn(session, action)
-            elif isinstance(action, SendAction):
-                session.to_stream(encode_message(action.message))
+    def _perform(self, session: HttpSession, outs: list[Out]) -> None:
+        for out in outs:
+            if isinstance(out, Write):
+                session.to_stream(encode_message(out.message))
+            else:
+                self._spawn(session, out)
 
-    def _spawn(self, session: HttpSession, start: StartTask) -> None:
-        """Run a session's own task (a roots fetch) beside the requests, until the session
+    def _spawn(self, session: HttpSession, job: Job) -> None:
+        """Run a session's own job (a roots fetch) beside the requests, until the session
         ends; it writes to the session's GET stream."""
         tg = self.task_group
-        if tg is None:
-            return
-        scope = anyio.CancelScope()
-        session.scopes[start.key] = scope
-
-        async def run() -> None:
-            try:
-                with scope:
-                    await start.run(StreamPeer(session))
-            except Exception:
-                _log.exception("session task %r failed", start.key)
-            finally:
-                if session.scopes.get(start.key) is scope:
-                    del session.scopes[start.key]
-
-        tg.start_soon(run)
+        if tg is not None:
+            tg.start_soon(job.run, StreamPeer(session))
 
     async def verb(
         self, method: str, scope: Scope, receive: Receive, send: Send, principal: str

@@ -1,12 +1,12 @@
 """One HTTP response of the MCP endpoint, and the ways a request's messages reach it.
 
-:class:`Reply` is one POST's answer: a single JSON object when the answer is the first thing
+:class:`HttpReply` is one POST's answer: a single JSON object when the answer is the first thing
 to send, or an SSE stream scoped to that request when something must go before it (progress,
 log messages, and in the 2025-11-25 era our own requests to the client), as both revisions'
-transports pages allow. :class:`ModernChannel` is the 2026-07-28 request's
-:class:`~fsnotes.protocol.calls.Channel` (it never asks the client anything: that is MRTR);
-:class:`PostPeer` and :class:`StreamPeer` are the :class:`~fsnotes.protocol.wire.Peer` a legacy
-session's tasks write through (the request's own stream, or the session's GET stream).
+transports pages allow. :class:`ModernPeer` is what a 2026-07-28 request's job writes through
+(its own response; the runner never asks the client anything in that era: that is MRTR);
+:class:`PostPeer` and :class:`StreamPeer` are the :class:`~fsnotes.runtime.runner.Peer` a
+legacy session's jobs write through (the request's own stream, or the session's GET stream).
 
 Every write is bounded in time: a client that stops reading for :data:`WRITE_STALL_S` loses its
 connection (the response is marked stalled and left unfinished, so uvicorn closes it), and
@@ -26,7 +26,7 @@ from fsnotes.protocol.framing import encode_message
 from fsnotes.protocol.registry import JSONObject
 from fsnotes.protocol.wire import INVALID_REQUEST, RequestId, error_message
 from fsnotes.transport.http_sessions import HttpSession
-from fsnotes.transport.http_wire import sse_event
+from fsnotes.transport.http_wire import sse_event, status_of
 
 # Longest a write may make no progress before the client is given up on: as stdio's
 # WRITE_STALL_S (half the TypeScript SDK's 60 s default request timeout).
@@ -103,7 +103,7 @@ async def refuse(
 
 
 async def until_gone(
-    receive: Receive, reply: Reply, work: Callable[[], Awaitable[Any]], *, cancel: bool
+    receive: Receive, reply: HttpReply, work: Callable[[], Awaitable[Any]], *, cancel: bool
 ) -> Any:
     """Run ``work`` while watching for the client to disconnect (then ``reply.gone``); with
     ``cancel``, a disconnect cancels it (and the result is ``None``)."""
@@ -125,7 +125,7 @@ async def until_gone(
     return result
 
 
-class Reply:
+class HttpReply:
     """One POST's response: JSON until a message must precede the answer, then SSE.
 
     ``gone``: the client disconnected (set by the endpoint's watcher); ``stalled``: it stopped
@@ -200,33 +200,25 @@ class Reply:
                 self.stalled = True
 
 
-class ModernChannel:
-    """A 2026-07-28 request's channel: notifications go on its own response (which then
-    becomes an SSE stream); it never sends the client a request (MRTR does that)."""
+class ModernPeer:
+    """A 2026-07-28 request's way to its client: notifications go on its own response (which
+    then becomes an SSE stream), and the answer ends it with the status its error maps to."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: HttpReply) -> None:
         self._reply = reply
-
-    @property
-    def closed(self) -> bool:
-        return not self._reply.open
 
     async def send(self, message: JSONObject) -> None:
         await self._reply.event(encode_message(message))
 
-    async def ask(
-        self, method: str, params: JSONObject | None, timeout: float
-    ) -> JSONObject | None:
-        # 2026-07-28 streamable-http: "The server MUST NOT send independent JSON-RPC requests
-        # on this stream." The core never asks in this era (drive returns InputRequired).
-        return None
+    async def answer(self, line: bytes, error_code: int | None) -> None:
+        await self._reply.answer(line, status_of(error_code))
 
 
 class PostPeer:
     """A legacy request's way to its client: its POST's stream while that is open, the
     session's GET stream after (a completion notice sent once the request has ended)."""
 
-    def __init__(self, session: HttpSession, reply: Reply) -> None:
+    def __init__(self, session: HttpSession, reply: HttpReply) -> None:
         self._session = session
         self._reply = reply
 
@@ -235,19 +227,15 @@ class PostPeer:
         if not await self._reply.event(line):
             self._session.to_stream(line)
 
-    async def write(self, line: bytes) -> None:
+    async def answer(self, line: bytes, error_code: int | None) -> None:
         # The answer goes on the request's own response only (2025-11-25: never on the GET
-        # stream); a client that disconnected meanwhile does not get it (no resumability).
+        # stream, and always 200); a client that disconnected meanwhile does not get it (no
+        # resumability).
         await self._reply.answer(line)
-
-    async def request(
-        self, request_id: int, message: JSONObject, timeout: float
-    ) -> JSONObject | None:
-        return await self._session.request(request_id, timeout, lambda: self.send(message))
 
 
 class StreamPeer:
-    """The session's own tasks' way to the client (the roots fetch): the GET stream."""
+    """The session's own jobs' way to the client (the roots fetch): the GET stream."""
 
     def __init__(self, session: HttpSession) -> None:
         self._session = session
@@ -255,10 +243,5 @@ class StreamPeer:
     async def send(self, message: JSONObject) -> None:
         self._session.to_stream(encode_message(message))
 
-    async def write(self, line: bytes) -> None:
+    async def answer(self, line: bytes, error_code: int | None) -> None:
         self._session.to_stream(line)
-
-    async def request(
-        self, request_id: int, message: JSONObject, timeout: float
-    ) -> JSONObject | None:
-        return await self._session.request(request_id, timeout, lambda: self.send(message))

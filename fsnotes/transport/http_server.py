@@ -18,7 +18,6 @@ their own deadline in the endpoint.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import signal
 import socket
@@ -32,6 +31,7 @@ from fsnotes.transport.http import McpEndpoint
 from fsnotes.transport.http_guard import QuietServer, guarded_server
 from fsnotes.transport.http_settings import HttpSettings
 from fsnotes.transport.http_wire import MAX_HEADER_BYTES
+from fsnotes.transport.listen import ListenRefused, listen_socket
 from fsnotes.transport.process import (
     configure_logging,
     limit_worker_threads,
@@ -72,31 +72,11 @@ class HttpUnavailable(Exception):
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (port 0: one the kernel picks)."""
-    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # Protocol TCP, not 0: asyncio turns Nagle's algorithm off only on sockets that say TCP
-    # (base_events._set_nodelay), and accepted sockets inherit it. With 0, an answer written as
-    # head then body waited for the client's delayed ACK: 40 ms a request on Linux.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        # Rebinding right after a restart must not wait for TIME_WAIT connections to clear;
-        # this does not let two listeners share the port (that needs SO_REUSEPORT).
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(LISTEN_BACKLOG)
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            reason = "the port is already in use"
-        elif exc.errno in (errno.EACCES, errno.EPERM):
-            reason = "binding was refused (a port below 1024 needs privileges)"
-        elif exc.errno == errno.EADDRNOTAVAIL:
-            reason = "that address is not on this machine"
-        else:
-            reason = exc.strerror or str(exc)
-        raise HttpUnavailable(f"the HTTP endpoint cannot listen on {where}: {reason}") from None
-    return sock
+        return listen_socket(host, port, backlog=LISTEN_BACKLOG)
+    except ListenRefused as exc:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise HttpUnavailable(f"the HTTP endpoint cannot listen on {where}: {exc.reason}") from None
 
 
 async def serve_http(

@@ -1,11 +1,10 @@
 """2025-11-25 sessions over Streamable HTTP: one :class:`HttpSession` per ``Mcp-Session-Id``.
 
 A session is what ``initialize`` opened (2025-11-25 transports, "Session Management"): its
-:class:`~fsnotes.protocol.connection.ServerConnection` (which holds the protocol's
-:class:`~fsnotes.protocol.session.Session`, the requests in flight and our server-to-client
-request ids), the cancel scopes of the tasks it runs, the waiters of the server-to-client
-requests it sent (elicitation, roots), and the messages for its GET stream. The 2026-07-28 era
-has no session at all.
+:class:`~fsnotes.runtime.connection.ServerConnection` (which holds the protocol's
+:class:`~fsnotes.protocol.session.Session` and the runner of its requests: those in flight,
+their cancel scopes, and our requests to the client waiting for an answer), and the messages
+for its GET stream. The 2026-07-28 era has no session at all.
 
 :class:`SessionTable` bounds them: at most :data:`MAX_SESSIONS` live at once and
 :data:`MAX_SESSIONS_PER_PRINCIPAL` per principal (a principal at its bound that opens another
@@ -21,13 +20,10 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
-from collections.abc import Awaitable, Callable
 
 import anyio
 
-from fsnotes.protocol.connection import ServerConnection
-from fsnotes.protocol.registry import JSONObject
-from fsnotes.protocol.wire import TaskKey
+from fsnotes.runtime.connection import ServerConnection
 from fsnotes.security.grants import ceiling_of
 
 _log = logging.getLogger("fsnotes.transport")
@@ -70,8 +66,6 @@ class HttpSession:
         self.busy = 0  # POSTs being answered and GET streams open
         self.streaming = False  # a GET stream is open
         self.ended = False
-        self.scopes: dict[TaskKey, anyio.CancelScope] = {}
-        self._waiters: dict[int, tuple[anyio.Event, list[JSONObject]]] = {}
         self._outbox: deque[bytes] = deque()
         self._outbox_bytes = 0
         self._outbox_changed = anyio.Event()
@@ -79,39 +73,6 @@ class HttpSession:
     @property
     def version(self) -> str | None:
         return self.conn.legacy_version
-
-    # --- server-to-client requests ---------------------------------------------------------
-
-    async def request(
-        self, request_id: int, timeout: float, send: Callable[[], Awaitable[None]]
-    ) -> JSONObject | None:
-        """Wait for the client's answer to our request ``request_id`` (``send()`` writes it);
-        ``None`` after ``timeout`` or when the session ends."""
-        if self.ended:
-            return None
-        event = anyio.Event()
-        box: list[JSONObject] = []
-        self._waiters[request_id] = (event, box)
-        try:
-            await send()
-            with anyio.move_on_after(timeout):
-                await event.wait()
-            return box[0] if box else None
-        finally:
-            self._waiters.pop(request_id, None)
-
-    def deliver(self, request_id: int, message: JSONObject) -> None:
-        """The client's answer to our request ``request_id`` (a DeliverReply action)."""
-        waiter = self._waiters.get(request_id)
-        if waiter is not None and not waiter[1]:
-            waiter[1].append(message)
-            waiter[0].set()
-
-    def cancel(self, key: TaskKey) -> None:
-        """Cancel the session's task ``key`` (a CancelTask action), if it still runs."""
-        scope = self.scopes.get(key)
-        if scope is not None:
-            scope.cancel()
 
     # --- the GET stream --------------------------------------------------------------------
 
@@ -150,11 +111,7 @@ class HttpSession:
         if self.ended:
             return
         self.ended = True
-        self.conn.client_closed()
-        for event, _box in self._waiters.values():
-            event.set()
-        for scope in list(self.scopes.values()):
-            scope.cancel()
+        self.conn.runner.cancel_all()
         self._outbox.clear()
         self._outbox_bytes = 0
         self._outbox_changed.set()

@@ -1,4 +1,5 @@
-"""Where the Streamable HTTP endpoint listens, and which Host and Origin values it answers.
+"""Where the Streamable HTTP endpoint listens, which Host and Origin values it answers, and the
+``[http]`` table of the configuration file that configures it (:func:`http_settings_from`).
 
 Nothing here imports the HTTP stack: the configuration and ``fsnotes doctor`` read these
 settings without the ``http`` extra installed.
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Any
 
-from fsnotes.security.oauth_settings import OAuthSettings
-from fsnotes.security.tokens import TokenEntry
+from fsnotes.security.oauth_settings import OAuthSettings, oauth_settings_from
+from fsnotes.security.tokens import TokenEntry, entry_from
 
 # The endpoint's path (the spec's examples use /mcp; every SDK client takes the whole URL).
 ENDPOINT_PATH = "/mcp"
@@ -117,9 +119,13 @@ class HttpSettings:
         out |= {o.rstrip("/").lower() for o in self.extra_origins}
         return frozenset(out)
 
+    def url(self, port: int) -> str:
+        """The endpoint's URL on the bound address (``port``: the one bound, when 0 was asked)."""
+        return f"http://{_host_literal(self.host)}:{port}{ENDPOINT_PATH}"
+
     def describe(self, port: int) -> str:
         """What the endpoint exposes, in one sentence (for the log and ``fsnotes doctor``)."""
-        where = f"http://{_host_literal(self.host)}:{port}{ENDPOINT_PATH}"
+        where = self.url(port)
         if self.loopback:
             reach = "this machine only (loopback)"
         elif self.wildcard:
@@ -128,3 +134,59 @@ class HttpSettings:
             reach = f"every host that can reach {self.host}"
         auth = "bearer token (static or OAuth)" if self.oauth is not None else "bearer token"
         return f"{where}, reachable from {reach}, {auth} required on every request"
+
+
+# --- the [http] table of the configuration file -----------------------------------------------
+
+HTTP_KEYS = {"allowed_hosts", "allowed_origins", "token", "oauth"}
+
+
+def _string_list(table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SettingsError(f"[http] {key} must be a list of non-empty strings")
+    return tuple(v.strip() for v in value)
+
+
+def config_tokens(table: Any) -> tuple[TokenEntry, ...]:
+    """The ``[[http.token]]`` entries of an ``[http]`` table already checked to be a table."""
+    raw_tokens = table.get("token", [])
+    if not isinstance(raw_tokens, list):
+        raise SettingsError("[[http.token]] must be an array of tables")
+    tokens: list[TokenEntry] = []
+    for i, raw in enumerate(raw_tokens):
+        try:
+            tokens.append(entry_from(raw, f"[[http.token]] #{i + 1}"))
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return tuple(tokens)
+
+
+def http_settings_from(table: Any, listen: str | None, expose: bool) -> HttpSettings | None:
+    """The HTTP endpoint's settings from the configuration file's ``[http]`` table and where
+    to listen (``--http``/``FSNOTES_HTTP``), checked; ``None`` when ``listen`` is (the table
+    alone configures the endpoint, it does not turn it on). :class:`SettingsError` or
+    :class:`~fsnotes.security.oauth_settings.OAuthConfigError` says what is wrong."""
+    if not isinstance(table, dict):
+        raise SettingsError("[http] must be a table")
+    unknown = set(table) - HTTP_KEYS
+    if unknown:
+        raise SettingsError(f"unknown keys in [http]: {', '.join(sorted(unknown))}")
+    tokens = config_tokens(table)
+    hosts = _string_list(table, "allowed_hosts")
+    origins = _string_list(table, "allowed_origins")
+    oauth = oauth_settings_from(table.get("oauth"))
+    if listen is None:
+        return None
+    host, port = parse_listen(listen)
+    settings = HttpSettings(
+        host=host,
+        port=port,
+        expose=expose,
+        extra_hosts=hosts,
+        extra_origins=origins,
+        tokens=tokens,
+        oauth=oauth,
+    )
+    settings.check()
+    return settings

@@ -25,24 +25,14 @@ import select
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Callable
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from fsnotes.protocol.connection import ServerConnection
 from fsnotes.protocol.framing import LineSplitter, Oversized, encode_message
 from fsnotes.protocol.registry import App, JSONObject
-from fsnotes.protocol.wire import (
-    Action,
-    CancelTask,
-    DeliverReply,
-    Peer,
-    Send,
-    StartTask,
-    TaskKey,
-)
+from fsnotes.runtime.connection import Job, Out, ServerConnection, Write
 from fsnotes.transport.process import (
     MAX_WORKER_THREADS,
     configure_logging,
@@ -135,7 +125,7 @@ class _NonBlocking:
 
 
 class _StdioServer:
-    """Runs a :class:`ServerConnection` over two file descriptors; implements :class:`Peer`."""
+    """Runs a :class:`ServerConnection` over two file descriptors; the jobs' :class:`Peer`."""
 
     def __init__(
         self, conn: ServerConnection, in_fd: int, out_fd: int, write_stall_s: float = WRITE_STALL_S
@@ -148,10 +138,9 @@ class _StdioServer:
         self._write_lock = anyio.Lock()
         self._write_scope: anyio.CancelScope | None = None
         self._out_broken = False
-        self._scopes: dict[TaskKey, anyio.CancelScope] = {}
+        self._running = 0  # jobs started and not yet ended
         self._idle = anyio.Event()
         self._idle.set()
-        self._waiters: dict[int, tuple[anyio.Event, list[JSONObject]]] = {}
         self._shutting_down = False
         self._group: anyio.CancelScope | None = None
         # Set when the client's input ended: read at EOF, or seen hung up during a blocked write.
@@ -163,24 +152,8 @@ class _StdioServer:
     async def send(self, message: JSONObject) -> None:
         await self._write(encode_message(message))
 
-    async def write(self, line: bytes) -> None:
+    async def answer(self, line: bytes, error_code: int | None) -> None:
         await self._write(line)
-
-    async def request(
-        self, request_id: int, message: JSONObject, timeout: float
-    ) -> JSONObject | None:
-        if self._shutting_down:
-            return None
-        event = anyio.Event()
-        box: list[JSONObject] = []
-        self._waiters[request_id] = (event, box)
-        try:
-            await self.send(message)
-            with anyio.move_on_after(timeout):
-                await event.wait()
-            return box[0] if box else None
-        finally:
-            self._waiters.pop(request_id, None)
 
     # --- I/O -------------------------------------------------------------------------------
 
@@ -259,40 +232,23 @@ class _StdioServer:
             except BlockingIOError:
                 await anyio.wait_readable(fd)
 
-    # --- actions ---------------------------------------------------------------------------
+    # --- what the connection gives -----------------------------------------------------------
 
-    async def _perform(self, tg: anyio.abc.TaskGroup, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, Send):
-                await self.send(action.message)
-            elif isinstance(action, StartTask):
-                # The scope exists before the task starts, so a cancel that arrives first works.
-                scope = anyio.CancelScope()
-                self._scopes[action.key] = scope
+    async def _perform(self, tg: anyio.abc.TaskGroup, outs: list[Out]) -> None:
+        for out in outs:
+            if isinstance(out, Write):
+                await self.send(out.message)
+            else:
+                self._running += 1
                 self._idle = anyio.Event()
-                tg.start_soon(self._run_task, action.key, scope, action.run)
-            elif isinstance(action, CancelTask):
-                task_scope = self._scopes.get(action.key)
-                if task_scope is not None:
-                    task_scope.cancel()
-            elif isinstance(action, DeliverReply):
-                waiter = self._waiters.get(action.request_id)
-                if waiter is not None and not waiter[1]:
-                    waiter[1].append(action.message)
-                    waiter[0].set()
+                tg.start_soon(self._run_job, out)
 
-    async def _run_task(
-        self, key: TaskKey, scope: anyio.CancelScope, run: Callable[[Peer], Awaitable[None]]
-    ) -> None:
+    async def _run_job(self, job: Job) -> None:
         try:
-            with scope:
-                await run(self)
-        except Exception:
-            _log.exception("request task %r failed", key)
+            await job.run(self)
         finally:
-            if self._scopes.get(key) is scope:
-                del self._scopes[key]
-            if not self._scopes:
+            self._running -= 1
+            if not self._running:
                 self._idle.set()
 
     async def _watch_signals(
@@ -311,8 +267,6 @@ class _StdioServer:
     def _shutdown(self, scope: anyio.CancelScope) -> None:
         self._shutting_down = True
         self._conn.client_closed()
-        for event, _box in self._waiters.values():
-            event.set()
         if self._write_scope is not None:
             self._write_scope.cancel()
         scope.cancel()
@@ -329,10 +283,10 @@ class _StdioServer:
                 items = splitter.feed(data) if data else splitter.end()
                 for item in items:
                     if isinstance(item, Oversized):
-                        actions = self._conn.line_too_long(item.limit)
+                        outs = self._conn.line_too_long(item.limit)
                     else:
-                        actions = self._conn.receive_line(item)
-                    await self._perform(tg, actions)
+                        outs = self._conn.receive_line(item)
+                    await self._perform(tg, outs)
                 if not data:
                     break
         finally:
@@ -350,8 +304,6 @@ class _StdioServer:
                 await self._input_ended.wait()
                 # EOF: no answer to a server-to-client request can arrive any more.
                 self._conn.client_closed()
-                for event, _box in self._waiters.values():
-                    event.set()
                 # The reader may still be writing an answer (or reading what was sent before the
                 # EOF); it and the request tasks get the grace together.
                 with anyio.move_on_after(EOF_GRACE_S):

@@ -78,7 +78,7 @@ if sys.argv[1:] == ["landlock"]:
     out["notes_write"] = attempt(lambda: write("/notes/inside.md", "inside"))
     out["notes_read"] = attempt(lambda: read("/notes/inside.md"))
     out["state_write"] = attempt(lambda: write("/state/replay.db"))
-    from fsnotes import doctor
+    from fsnotes.app import doctor
     report = doctor.report()
     out["doctor_landlock"] = report["layers"]["landlock"]["state"]
     out["doctor_container"] = report["layers"]["container"]["kind"]

@@ -77,6 +77,11 @@ def found(w: Wire, query: str) -> list[str]:
     return sorted(hit["path"] for hit in search(w, query)["results"])
 
 
+def found_all(w: Wire, query: str) -> list[str]:
+    """Paths of the matches of ``query`` that hold every searched term (allTerms), sorted."""
+    return sorted(hit["path"] for hit in search(w, query)["results"] if hit["allTerms"])
+
+
 def listed(w: Wire, **arguments: Any) -> list[str]:
     """Every path notes_list gives (all pages)."""
     paths: list[str] = []

@@ -2,8 +2,10 @@
 a real `fsnotes serve`:
 
 * FTS5 operators and punctuation in a query are words or separators: a query either
-  returns results or is a one-sentence error with a hint, never an SQLite message; FTS5
-  syntax inside a note is just text, searchable by its words.
+  returns results or is a one-sentence error with a hint, never an SQLite message (a query
+  of any number of terms is answered); FTS5 syntax inside a note is just text, searchable
+  by its words. A query is an any-word search: which notes hold *every* term (``allTerms``)
+  shows how each operator was read.
 * What can be created can be listed, searched, offered for delete-by-title and read as a
   resource, up to the deepest path a client may send; a folder deeper than that is skipped
   with a count in the result, never a failure; resources/list never hides a failure as an
@@ -22,6 +24,7 @@ from e2e.index_wire import (
     assert_no_sqlite_text,
     call,
     found,
+    found_all,
     listed,
     ok,
     search,
@@ -51,7 +54,8 @@ def syntax_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     assert "damaged" not in err and "rebuilding" not in err, err
 
 
-# query -> the notes it finds: every operator or punctuation is a word or a separator.
+# query -> the notes holding all its terms: every operator or punctuation is a word or a
+# separator.
 AS_WORDS = {
     "AND": ["syntax.md"],
     "OR": ["syntax.md"],
@@ -112,7 +116,7 @@ def _sentence(text: str) -> None:
 
 @pytest.mark.parametrize("query", list(AS_WORDS), ids=_short)
 def test_fts_syntax_in_a_query_is_searched_as_words(syntax_server: Wire, query: str) -> None:
-    assert found(syntax_server, query) == AS_WORDS[query]
+    assert found_all(syntax_server, query) == AS_WORDS[query]
     assert_no_sqlite_text(syntax_server)
 
 
@@ -132,9 +136,8 @@ def test_a_query_of_only_punctuation_is_a_one_sentence_error(
     [
         ("a*", "too short"),
         ("é*", "too short"),
-        ("word " * 40, "at most 32"),
     ],
-    ids=["short-prefix", "short-accented-prefix", "too-many-terms"],
+    ids=["short-prefix", "short-accented-prefix"],
 )
 def test_a_query_that_cannot_be_searched_says_why_in_one_sentence(
     syntax_server: Wire, query: str, says: str
@@ -145,10 +148,22 @@ def test_a_query_that_cannot_be_searched_says_why_in_one_sentence(
     assert says in result["content"][0]["text"]
 
 
-def test_a_query_over_500_characters_is_refused_clearly(syntax_server: Wire) -> None:
-    result = call(syntax_server, "notes_search", {"query": "a" * 501})["result"]
+def test_a_query_of_more_terms_than_the_bound_is_answered_naming_the_dropped(
+    syntax_server: Wire,
+) -> None:
+    words = [f"w{i}" for i in range(40)]
+    info = search(syntax_server, " ".join(["alpha", *words, "gamma"]))
+    assert [hit["path"] for hit in info["results"]] == ["plain.md", "syntax.md"]  # 2 terms, 1
+    # Kept: alpha and gamma first (terms no note holds count as the commonest), 30 w's.
+    assert info["results"][0]["allTerms"] is False  # no note holds w0
+    assert len(info["dropped"]) == 10 and set(info["dropped"]) <= set(words)
+    assert_no_sqlite_text(syntax_server)
+
+
+def test_a_query_over_4000_characters_is_refused_clearly(syntax_server: Wire) -> None:
+    result = call(syntax_server, "notes_search", {"query": "a" * 4001})["result"]
     assert result["isError"] is True
-    assert "at most 500 characters" in result["content"][0]["text"]
+    assert "at most 4000 characters" in result["content"][0]["text"]
     assert_no_sqlite_text(syntax_server)
 
 

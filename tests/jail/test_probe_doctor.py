@@ -222,3 +222,50 @@ def test_doctor_reports_the_http_settings_and_what_they_expose(tmp_path: Path) -
     exposed = _doctor_json("--state-dir", str(state), "--http", "0.0.0.0:8123", "--http-expose")
     assert "every network interface" in exposed["http"]["exposes"]
     assert any("not a loopback address" in w for w in exposed["warnings"])
+
+
+def test_gaps_only_an_unreleased_kernel_closes_are_kept_apart() -> None:
+    from sandbox.jail import NEWEST_RELEASED_ABI, abi_gaps
+
+    released, not_yet = abi_gaps(NEWEST_RELEASED_ABI)
+    assert released == [] and [g.split(":")[0] for g in not_yet] == [
+        "connect to pathname Unix sockets"
+    ]
+    old, not_yet_old = abi_gaps(3)
+    assert any(g.startswith("tcp bind/connect:") for g in old) and len(not_yet_old) == 1
+    assert abi_gaps(9) == ([], [])
+
+
+def test_a_start_on_a_released_kernel_warns_of_nothing_and_doctor_states_the_gap(
+    tmp_path: Path,
+) -> None:
+    # Issue 24: every start warned "needs Landlock ABI 9 (Linux 7.1)", a kernel not released.
+    import subprocess
+    import sys
+
+    from sandbox.jail import NEWEST_RELEASED_ABI
+
+    abi = landlock_abi()
+    if abi is None:
+        pytest.skip("this kernel has no Landlock")
+    workspace = tmp_path / "notes"
+    workspace.mkdir()
+    started = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "serve", "--workspace", str(workspace),
+         "--state-dir", str(tmp_path / "state")],
+        input="", capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert f"Landlock ABI {abi} applied" in started.stderr
+    if abi >= 6:  # nothing a released kernel would add is missing below ABI 8 but TSYNC
+        assert "WARNING" not in started.stderr, started.stderr
+    assert "ABI 9" not in started.stderr
+    report = _doctor_json("--state-dir", str(tmp_path / "state"))
+    landlock = report["layers"]["landlock"]
+    if abi <= NEWEST_RELEASED_ABI:
+        assert any("pathname Unix sockets" in g for g in landlock["gaps_not_yet"])
+        assert not any("pathname Unix sockets" in w for w in report["warnings"])
+    text = subprocess.run(
+        [sys.executable, "-m", "fsnotes", "doctor", "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert ("Left to a kernel not released yet" in text) == (abi <= NEWEST_RELEASED_ABI)

@@ -1,8 +1,9 @@
 """Drive a ServerConnection with no I/O: feed messages, collect the messages it would write.
 
-The harness performs the core's actions the way the stdio transport does (tasks in a task
-group, each in its own cancel scope; replies delivered to waiters), but "writing" appends to a
-list, so tests assert on exact messages.
+The harness does with what the connection gives what the stdio transport does (writes a
+message at once; runs each job as a task of one group), but "writing" appends to a list, so
+tests assert on exact messages. Cancellation and the client's answers to our requests are the
+runner's own: the harness sees neither.
 """
 
 from __future__ import annotations
@@ -15,16 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from fsnotes.protocol.connection import (
-    Action,
-    CancelTask,
-    DeliverReply,
-    Peer,
-    Send,
-    ServerConnection,
-    StartTask,
-    TaskKey,
-)
+from fsnotes.runtime.connection import Out, ServerConnection, Write
 
 MODERN = "2026-07-28"
 
@@ -47,9 +39,9 @@ def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict
     return msg
 
 
-def sends(actions: list[Action]) -> list[dict[str, Any]]:
-    """The messages among ``actions`` (for synchronous answers)."""
-    return [a.message for a in actions if isinstance(a, Send)]
+def sends(outs: list[Out]) -> list[dict[str, Any]]:
+    """The messages among ``outs`` (for synchronous answers)."""
+    return [o.message for o in outs if isinstance(o, Write)]
 
 
 class Harness:
@@ -57,8 +49,6 @@ class Harness:
         self.conn = conn
         self.tg = tg
         self.out: list[dict[str, Any]] = []
-        self.scopes: dict[TaskKey, anyio.CancelScope] = {}
-        self.waiters: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         # While set, writes of encoded answers wait for it (a client that does not read).
         self.stalled: anyio.Event | None = None
 
@@ -67,7 +57,7 @@ class Harness:
         # Round-trip through JSON so tests see exactly what the wire would carry.
         self.out.append(json.loads(json.dumps(message)))
 
-    async def write(self, line: bytes) -> None:
+    async def answer(self, line: bytes, error_code: int | None) -> None:
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         while self.stalled is not None:
             await self.stalled.wait()
@@ -82,39 +72,15 @@ class Harness:
         if stalled is not None:
             stalled.set()
 
-    async def request(self, request_id: int, message: dict[str, Any], timeout: float) -> Any:
-        event = anyio.Event()
-        box: list[dict[str, Any]] = []
-        self.waiters[request_id] = (event, box)
-        try:
-            await self.send(message)
-            with anyio.move_on_after(timeout):
-                await event.wait()
-            return box[0] if box else None
-        finally:
-            self.waiters.pop(request_id, None)
-
     def feed(self, message: Any) -> None:
         self.perform(self.conn.receive_line(json.dumps(message).encode()))
 
-    def perform(self, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, Send):
-                self.out.append(json.loads(json.dumps(action.message)))
-            elif isinstance(action, StartTask):
-                scope = anyio.CancelScope()
-                self.scopes[action.key] = scope
-                self.tg.start_soon(self._run, scope, action.run)
-            elif isinstance(action, CancelTask):
-                self.scopes[action.key].cancel()
-            elif isinstance(action, DeliverReply):
-                event, box = self.waiters[action.request_id]
-                box.append(action.message)
-                event.set()
-
-    async def _run(self, scope: anyio.CancelScope, run: Callable[[Peer], Any]) -> None:
-        with scope:
-            await run(self)
+    def perform(self, outs: list[Out]) -> None:
+        for out in outs:
+            if isinstance(out, Write):
+                self.out.append(json.loads(json.dumps(out.message)))
+            else:
+                self.tg.start_soon(out.run, self)
 
     async def wait_for(
         self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 3.0

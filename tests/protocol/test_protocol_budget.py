@@ -14,9 +14,9 @@ import anyio
 import pytest
 
 from fsnotes.protocol import ElicitForm, InputRequired, RequestContext, ToolResult
-from fsnotes.protocol.connection import ServerConnection, StartTask
 from fsnotes.protocol.limits import MAX_IN_FLIGHT_BYTES, MAX_LINE_BYTES, MAX_LINE_VALUES
 from fsnotes.protocol.linecost import line_cost
+from fsnotes.runtime.connection import Job, ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running, sends
 from tests.servers.demo_server import build_app
 
@@ -121,7 +121,7 @@ async def test_a_line_of_too_many_values_is_refused_unparsed_without_id() -> Non
     ]
     assert c.in_flight == 0 and c.in_flight_bytes == 0
     # The same characters inside a string are one value.
-    assert isinstance(c.receive_line(json.dumps(slow(2, junk)).encode())[0], StartTask)
+    assert isinstance(c.receive_line(json.dumps(slow(2, junk)).encode())[0], Job)
 
 
 async def test_the_largest_admissible_line_runs_when_nothing_else_does() -> None:
@@ -134,7 +134,7 @@ async def test_the_largest_admissible_line_runs_when_nothing_else_does() -> None
     cost = line_cost(line)
     assert MAX_LINE_VALUES - 100 < cost.values <= MAX_LINE_VALUES
     c = ServerConnection(build_app(), principal="unit")
-    assert isinstance(c.receive_line(line)[0], StartTask)
+    assert isinstance(c.receive_line(line)[0], Job)
     assert c.in_flight_bytes == cost.charge > 4 * MAX_LINE_BYTES - 1_000_000
     assert cost.charge <= MAX_IN_FLIGHT_BYTES
 
@@ -254,7 +254,7 @@ def init_legacy(version: str = "2025-11-25", caps: dict[str, Any] | None = None)
 async def test_connections_sharing_a_budget_share_one_bound() -> None:
     # The HTTP transport shares one budget between its sessions: what one client's requests
     # hold counts against every other's, so the number of clients does not multiply it.
-    from fsnotes.protocol.budget import InFlightBudget
+    from fsnotes.runtime.budget import InFlightBudget
 
     message = slow(1, "x" * 100_000, steps=5)
     budget = InFlightBudget(charge_of(message) + 10_000)

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from fsnotes.protocol import ElicitForm, InputRequired, RequestContext, ToolResult
-from fsnotes.protocol.connection import ServerConnection
+from fsnotes.runtime.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
 from tests.servers.demo_server import build_app
 

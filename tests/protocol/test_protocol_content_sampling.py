@@ -19,7 +19,7 @@ from fsnotes.protocol import (
     ToolAnnotations,
     ToolResult,
 )
-from fsnotes.protocol.connection import ServerConnection
+from fsnotes.runtime.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
 
 pytestmark = pytest.mark.anyio

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsnotes.protocol.connection import (
-    META_SERVER_INFO,
-    DeliverReply,
-    Send,
-    ServerConnection,
-    StartTask,
-)
 from fsnotes.protocol.limits import MAX_BATCH_MEMBERS
+from fsnotes.protocol.wire import META_SERVER_INFO
+from fsnotes.runtime.connection import Job, ServerConnection, Write
 from tests.protocol.protocol_harness import MODERN, meta, request, sends
 from tests.servers.demo_server import build_app
 
@@ -94,10 +89,8 @@ def test_response_to_a_request_never_sent_is_ignored() -> None:
     assert (
         c.receive_message({"jsonrpc": "2.0", "id": "x", "error": {"code": 1, "message": "m"}}) == []
     )
-    assert not any(
-        isinstance(a, DeliverReply)
-        for a in c.receive_message({"jsonrpc": "2.0", "id": 5, "result": {}})
-    )
+    assert c.receive_message({"jsonrpc": "2.0", "id": 5, "result": {}}) == []
+    assert c.runner.pending == 0
 
 
 def test_request_without_meta_before_initialize_is_invalid_params() -> None:
@@ -293,7 +286,7 @@ def test_tool_descriptors_map_annotations_and_schemas() -> None:
 def test_duplicate_in_flight_id_is_rejected() -> None:
     c = initialized()
     first = c.receive_message(request(1, "tools/call", {"name": "slow"}))
-    assert isinstance(first[0], StartTask)
+    assert isinstance(first[0], Job)
     dup = one(c.receive_message(request(1, "tools/call", {"name": "slow"})))
     assert dup["error"]["code"] == -32600 and dup["id"] == 1
 
@@ -303,7 +296,7 @@ def test_too_many_requests_in_flight_get_a_busy_error() -> None:
     for i in range(2):
         assert isinstance(
             c.receive_message(request(i, "tools/call", {"_meta": meta(), "name": "slow"}))[0],
-            StartTask,
+            Job,
         )
     busy = one(c.receive_message(request(2, "tools/call", {"_meta": meta(), "name": "slow"})))
     assert (
@@ -319,7 +312,7 @@ def test_oversized_line_error_has_no_id() -> None:
 
 def test_send_actions_only_for_sync_methods() -> None:
     c = initialized()
-    assert all(isinstance(a, Send) for a in c.receive_message(request(1, "tools/list")))
+    assert all(isinstance(a, Write) for a in c.receive_message(request(1, "tools/list")))
 
 
 def test_response_without_id_is_never_answered() -> None:

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from fsnotes.protocol.framing import LineSplitter, Oversized, encode_message
-from fsnotes.protocol.schema import SchemaError, model_schema
+from fsnotes.protocol.tool_schema import SchemaError, model_schema
 
 
 def test_lines_split_across_chunks_and_crlf_and_blank_lines() -> None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from fsnotes.protocol import InputRequired, InvalidParams, JSONObject, RequestContext
-from fsnotes.protocol.connection import ServerConnection
+from fsnotes.runtime.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
 from tests.servers.demo_server import build_app
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 from pydantic import BaseModel
 
 from fsnotes.protocol import App, ElicitForm, InputRequired, RequestContext, Tool, ToolAnnotations
-from fsnotes.protocol.calls import Call
-from fsnotes.protocol.connection import ServerConnection
-from fsnotes.protocol.dispatch import Dispatcher, Reply
-from fsnotes.protocol.registry import JSONObject, ToolResult
-from tests.protocol.protocol_harness import MODERN, Harness, meta, request, running
+from fsnotes.protocol.registry import ToolResult
+from fsnotes.runtime.connection import ServerConnection
+from tests.protocol.protocol_harness import Harness, meta, request, running
 from tests.servers.demo_server import build_app
 
 pytestmark = pytest.mark.anyio
@@ -177,87 +174,3 @@ async def test_a_form_the_modern_client_did_not_declare_is_still_32021() -> None
 
 
 # --- the dispatcher without a process ---------------------------------------------------------
-
-
-class RecordingChannel:
-    """A channel that only records: what a stateless transport offers (it never asks)."""
-
-    def __init__(self) -> None:
-        self.sent: list[JSONObject] = []
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-    async def send(self, message: JSONObject) -> None:
-        self.sent.append(message)
-
-    async def ask(
-        self, method: str, params: JSONObject | None, timeout: float
-    ) -> JSONObject | None:
-        raise AssertionError(f"a stateless request asked the client live ({method})")
-
-
-async def test_the_dispatcher_serves_a_modern_request_with_no_session() -> None:
-    dispatcher = Dispatcher(build_app())
-    params = {
-        "name": "slow",
-        "arguments": {"steps": 2, "delay": 0},
-        "_meta": meta(None, progressToken="p", **{"io.modelcontextprotocol/logLevel": "info"}),
-    }
-    routed = dispatcher.route(7, "tools/call", params, session=None, principal="carol")
-    assert isinstance(routed, Call) and routed.session is None and routed.principal == "carol"
-    channel = RecordingChannel()
-    with anyio.fail_after(5):
-        response = await dispatcher.respond(routed, channel)
-    assert response["id"] == 7 and response["result"]["content"][0]["text"] == "done 2"
-    assert response["result"]["resultType"] == "complete"
-    assert [m["method"] for m in channel.sent] == [
-        "notifications/progress",
-        "notifications/message",
-    ] * 2
-
-    who = dispatcher.route(
-        8, "tools/call", {"name": "whoami", "_meta": meta()}, session=None, principal="carol"
-    )
-    assert isinstance(who, Call)
-    body = (await dispatcher.respond(who, RecordingChannel()))["result"]["structuredContent"]
-    assert (body["era"], body["principal"], body["hinted"]) == ("modern", "carol", False)
-    assert body["asksLive"] is False
-
-    # Answered at once, no call and no session: tools/list and server/discover.
-    listed = dispatcher.route(9, "tools/list", {"_meta": meta()}, session=None, principal="carol")
-    assert isinstance(listed, Reply) and listed.opened is None
-    assert listed.message["result"]["tools"][0]["name"] == "echo"
-    discover = dispatcher.route(
-        10, "server/discover", {"_meta": meta()}, session=None, principal="carol"
-    )
-    assert isinstance(discover, Reply) and MODERN in discover.message["result"]["supportedVersions"]
-
-
-async def test_without_a_session_a_legacy_request_is_refused_and_initialize_opens_one() -> None:
-    dispatcher = Dispatcher(build_app())
-    refused = dispatcher.route(1, "tools/call", {"name": "whoami"}, session=None, principal="d")
-    assert isinstance(refused, Reply) and refused.message["error"]["code"] == -32602
-    opened = dispatcher.route(2, "initialize", initialize()["params"], session=None, principal="d")
-    assert isinstance(opened, Reply) and opened.opened is not None
-    assert opened.opened.version == "2025-11-25"
-    served = dispatcher.route(
-        3, "tools/call", {"name": "whoami"}, session=opened.opened, principal="d"
-    )
-    assert isinstance(served, Call) and served.session is opened.opened
-    body = (await dispatcher.respond(served, RecordingChannel()))["result"]["structuredContent"]
-    assert (body["era"], body["principal"], body["hinted"]) == ("legacy", "d", True)
-    assert body["asksLive"] is True
-
-
-@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel"])
-def test_a_method_2026_removed_is_method_not_found_when_the_request_is_modern(method: str) -> None:
-    # D26 versioning.mdx: "A request carrying modern per-request _meta is served statelessly
-    # according to this revision", and the revision removed initialize, ping and
-    # logging/setLevel (D26 changelog 2, 5). So a modern-tagged initialize opens no session.
-    dispatcher = Dispatcher(build_app())
-    params = {**initialize()["params"], "level": "info", "_meta": meta()}
-    answer = dispatcher.route(5, method, params, session=None, principal="d")
-    assert isinstance(answer, Reply) and answer.opened is None
-    assert answer.message["id"] == 5 and answer.message["error"]["code"] == -32601

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fsnotes.protocol import RequestContext, ResourceNotFound, limits
-from fsnotes.protocol.connection import ServerConnection
+from fsnotes.runtime.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
 from tests.servers.demo_server import MemoryResources, build_app
 

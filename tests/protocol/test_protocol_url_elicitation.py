@@ -22,7 +22,7 @@ from fsnotes.protocol import (
     ToolResult,
     URLElicitationRequired,
 )
-from fsnotes.protocol.connection import ServerConnection
+from fsnotes.runtime.connection import ServerConnection
 from fsnotes.transport.stdio import serve_stdio
 from tests.protocol.protocol_harness import Harness, meta, request, running
 

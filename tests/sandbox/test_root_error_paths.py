@@ -13,8 +13,7 @@ import pytest
 
 from sandbox.errors import AlreadyExists, Escape, NotADirectory, NotFound, SandboxError
 from sandbox.root import FileIdentity, Resolver, Root, openat2_available
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 
 @pytest.fixture(params=["openat2", "walk"])

@@ -164,16 +164,12 @@ def test_directory_symlink_to_outside_is_never_entered(root: Root, ws: Path, out
     refused(lambda: root.create(("outdir", "new.md"), b"pwned"))
     refused(lambda: root.create(("outdir", "x", "new.md"), b"pwned", make_parents=True))
     refused(lambda: root.listdir(("outdir",)))
-    refused(lambda: list(root.walk(("outdir",), max_entries=100, max_depth=5)))
     refused(lambda: root.mkdir(("outdir", "x")))
     refused(lambda: root.mkdir(("outdir", "x", "y"), parents=True))
     refused(lambda: root.unlink(p))
     refused(lambda: root.rmdir(("outdir", "dir")))
     refused(lambda: root.remove(p, secret_id))
     refused(lambda: root.move(p, ("stolen.txt",)))
-    walked = [(path, info.kind) for path, info in root.walk((), max_entries=100, max_depth=5)]
-    assert (("outdir",), "symlink") in walked
-    assert not any(path[0] == "outdir" and len(path) > 1 for path, _ in walked)
 
 
 def test_symlink_in_an_intermediate_component(root: Root, ws: Path, outside: Path) -> None:
@@ -370,9 +366,6 @@ MOUNT_SCRIPT = textwrap.dedent(
     proc_hostname = ("procfs", "self", "root", "etc", "hostname")
     attempt("proc_read", lambda: r.read(proc_hostname, max_bytes=1000))
     attempt("proc_list", lambda: r.listdir(("procfs",)))
-    walked = [p for p, _ in r.walk((), max_entries=10000, max_depth=3)]
-    results["walk_entered_tmpfs"] = any(p[0] == "tmpfs" and len(p) > 1 for p in walked)
-    results["walk_entered_procfs"] = any(p[0] == "procfs" and len(p) > 1 for p in walked)
     results["tmpfs_new_exists"] = os.path.exists(os.path.join(ws, "tmpfs", "new.md"))
     print(json.dumps(results))
     """
@@ -403,8 +396,6 @@ def test_mounts_inside_the_workspace(ws: Path, outside: Path, resolver: Resolver
     assert got["tmpfs_stat"] == "Escape"
     assert got["proc_read"] == "Escape"
     assert got["proc_list"] == "Escape"
-    assert got["walk_entered_tmpfs"] is False
-    assert got["walk_entered_procfs"] is False
     assert got["tmpfs_new_exists"] is False
     if resolver == "openat2":
         assert got["bind_read"] == "Escape"  # RESOLVE_NO_XDEV sees every mount

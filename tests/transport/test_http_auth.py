@@ -196,7 +196,8 @@ def test_token_list_shows_the_configurations_tokens_too_and_revoke_says_where_th
     config.write_text(f'[[http.token]]\nprincipal = "bob"\nsha256 = "{in_config}"\n')
     listed = _token_cli("list", "--state-dir", str(state), "--config", str(config))
     assert listed.returncode == 0, listed.stderr
-    rows = [line.split() for line in listed.stdout.splitlines()]
+    header, *rows = [line.split() for line in listed.stdout.splitlines()]
+    assert header == ["ID", "PRINCIPAL", "CREATED", "WHERE"]
     assert [r[0] for r in rows] == [digest_of(stored).hex()[:12], in_config[:12]]
     assert rows[0][1] == "ada" and rows[0][-1] == "http-tokens.json"
     assert rows[1][1] == "bob" and rows[1][-1] == str(config)
@@ -209,4 +210,4 @@ def test_token_list_shows_the_configurations_tokens_too_and_revoke_says_where_th
     # Removing it there is enough: no restart (tests/e2e/test_live_config_wire.py).
     assert "at their next request; no restart is needed" in refused.stderr
     assert in_config in config.read_text()  # nothing changed
-    assert len(_token_cli("list", "--state-dir", str(state)).stdout.splitlines()) == 1
+    assert len(_token_cli("list", "--state-dir", str(state)).stdout.splitlines()) == 2

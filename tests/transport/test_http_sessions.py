@@ -368,7 +368,7 @@ def test_the_server_wide_session_bound_answers_503_then_admits_after_a_delete(
 def test_idle_sessions_expire_with_a_reason() -> None:
     import anyio
 
-    from fsnotes.protocol.connection import ServerConnection
+    from fsnotes.runtime.connection import ServerConnection
     from fsnotes.transport.http_sessions import HttpSession, SessionTable
     from tests.servers.demo_server import build_app
 

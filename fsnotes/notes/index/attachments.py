@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from fsnotes.notes.store import NoteStore, display, is_addressable
 from sandbox import errors as sx
 from sandbox.root import FileIdentity, FileInfo
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Extension (lower case) -> MIME type. Images a host can show as they are, and PDF. Left
 # out on purpose: SVG (a document that may hold scripts and links, not an image a host can

@@ -38,19 +38,19 @@ from fsnotes.notes.index.noteindex import (
     QueryRejected,
 )
 from fsnotes.notes.index.scan import Progress, Scanner, ScanReport
-from fsnotes.notes.index.schema import TIER_COLUMNS, Document, Row, key_of, scope_token, where_token
+from fsnotes.notes.index.schema import Document, Row, key_of, scope_token, where_token
 from fsnotes.notes.store import NoteStore, stem_of
 from fsnotes.notes.text.markdown import analyse
-from fsnotes.notes.text.query import Term, to_match
+from fsnotes.notes.text.query import Term
 from fsnotes.state import statedir
 from sandbox import errors as sx
 from sandbox.root import FileInfo
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.index")
 
 T = TypeVar("T")
 
-Components = tuple[str, ...]
 
 # Rows re-checked against their files before a page is returned: when some changed, they are
 # re-indexed and the page is asked again, at most this many times (then stale rows are
@@ -101,6 +101,7 @@ class SearchHit:
     row: Row
     score: float
     excerpt: ranking.Excerpt | None
+    all_terms: bool = True  # holds every term the search selected by
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,11 @@ class Found:
     hits: list[SearchHit]
     total: int  # notes that match, counted up to ranking.COUNT_CAP
     total_exact: bool  # below the cap: every match was counted
-    ranked_all: bool  # every match was ranked (else the newest RANK_WINDOW, see ranking)
+    ranked_all: bool  # every match was ranked by bm25 (see fsnotes.notes.index.search)
     scanned: int  # notes in scope that were searched
     status: IndexStatus
+    dropped: list[Term] = field(default_factory=list)  # past the term bound, not searched
+    common: list[Term] = field(default_factory=list)  # too common to select or rank
 
 
 @dataclass
@@ -120,7 +123,6 @@ class _Local:
     scanning: bool = False
     done: int = 0
     total: int = 0
-    last_report: ScanReport | None = None
     needs_scan: bool = True
     finished: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -281,43 +283,34 @@ class Catalog:
             scope.append(scope_token("t", want))
         scope.extend(where_token(key, value) for key, value in where)
         scoped = [f'{{scope}} : "{token}"' for token in scope]  # ours, never the caller's
-        match = " AND ".join([to_match(list(terms)), *scoped])
-        tiers = [
-            " AND ".join([to_match(list(terms), (column,)), *scoped]) for column in TIER_COLUMNS
-        ]
         with self._guard():
             status = self.status()  # first, as in page()
             for attempt in range(MAX_VERIFY_ROUNDS):
-                hits, matched = index_search.search(
-                    self.index,
-                    match,
-                    tiers,
-                    limit,
-                    ranking.RANK_WINDOW,
-                    ranking.WEIGHTS,
-                    ranking.INTERNAL_MARKS,
-                    ranking.SNIPPET_TOKENS,
-                    ranking.COUNT_CAP,
-                )
+                result = index_search.search(self.index, terms, scoped, limit)
+                hits = result.hits
                 stale = self._stale([h.row for h in hits])
                 if not stale:
                     break
                 self._refresh(stale)
                 if attempt == MAX_VERIFY_ROUNDS - 1:
                     hits = [h for h in hits if h.row not in stale]
-            total = matched
             scanned = self.index.count(folder)
-        shown = ranking.scores([(h.score, h.tier) for h in hits])
+        several = len(result.plan.selecting) > 1
+        shown = ranking.scores([(h.score, h.tier, h.all_terms) for h in hits], several)
         return Found(
             hits=[
-                SearchHit(h.row, score, ranking.excerpt(h.snippet, h.body, h.body_start))
+                SearchHit(
+                    h.row, score, ranking.excerpt(h.snippet, h.body, h.body_start), h.all_terms
+                )
                 for h, score in zip(hits, shown, strict=True)
             ],
-            total=total,
-            total_exact=total < ranking.COUNT_CAP,
-            ranked_all=matched <= ranking.RANK_WINDOW,
+            total=result.matched,
+            total_exact=result.matched < ranking.COUNT_CAP,
+            ranked_all=result.ranked_all,
             scanned=scanned,
             status=status,
+            dropped=result.plan.dropped,
+            common=result.plan.common,
         )
 
     def titled(self, needle: str, limit: int) -> list[Row]:
@@ -507,7 +500,6 @@ class Catalog:
                     "last_scan": str(int(time.time())),
                 }
             )
-            local.last_report = report
             local.finished = time.monotonic()
             if report.indexed or report.removed:
                 log.info(

@@ -124,7 +124,7 @@ def watch_budget() -> int:
 
 
 @dataclass
-class _Entry:
+class _CatalogEntry:
     catalog: Catalog
     store: NoteStore
     last_scan: float | None = None  # monotonic time the last full rescan finished
@@ -154,10 +154,10 @@ class Catalogs:
         self.watch_budget = watch_budget()
         self.watcher: DirectoryWatcher | None = None
         self.watch_problem: str | None = None
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, _CatalogEntry] = {}
         self._lock = threading.Lock()
         # True while run() keeps the indexes fresh in the background. Without it (the
-        # server used as a library, `fsnotes index`), every query first brings the index up
+        # server used as a library, as the tests do), every query first brings the index up
         # to date with an incremental rescan, so answers are as fresh as a walk.
         self.background = False
 
@@ -178,7 +178,7 @@ class Catalogs:
                 return entry.catalog
             if entry is not None:  # a new folder under an old name (revoked, re-granted)
                 self._forget(ws.name, entry)
-            self._entries[ws.name] = _Entry(catalog, store)
+            self._entries[ws.name] = _CatalogEntry(catalog, store)
         self._hook_watcher(catalog)
         return catalog
 
@@ -190,7 +190,7 @@ class Catalogs:
             catalog.rescan()
         return catalog
 
-    def _forget(self, name: str, entry: _Entry) -> None:
+    def _forget(self, name: str, entry: _CatalogEntry) -> None:
         if self.watcher is not None:
             self.watcher.drop_token(id(entry.catalog))
         entry.catalog.index.close()
@@ -355,11 +355,6 @@ class Catalogs:
                 entry.failures, entry.retry_at = 0, 0.0
             if report is not None or not catalog.needs_scan:
                 entry.last_scan = now
-
-    def rescan_all(self) -> None:
-        """Synchronous full rescans of every workspace (``fsnotes index``, tests)."""
-        for catalog in self.current():
-            catalog.rescan()
 
 
 def _ignore(_value: object) -> None:

@@ -28,8 +28,7 @@ from fsnotes.notes.index.catalog import MAX_VERIFY_ROUNDS, Catalog
 from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import ROW_COLUMNS, Row, row_of
 from fsnotes.notes.text import links as rules
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Outgoing links listed per note (in text order; the total is always given): a note with
 # more is an index or a generated list, and a model reads a few hundred at most.
@@ -119,14 +118,14 @@ def linking(catalog: Catalog, leaves: Sequence[str]) -> list[IndexedLink]:
 @dataclass(frozen=True, slots=True)
 class Outgoing:
     occurrence: rules.Occurrence
-    target: rules.Target
+    target: rules.LinkTarget
     count: int
     resolved: Components | None
     row: Row | None  # the resolved note as the index has it (checked), for its title
 
 
 @dataclass(frozen=True, slots=True)
-class Backlink:
+class LinkingNote:
     row: Row
     links: int  # distinct links in that note that name this one
 
@@ -157,12 +156,12 @@ def outgoing(
 
 def backlinks(
     catalog: Catalog, note: Components, extensions: Sequence[str]
-) -> tuple[list[Backlink], int]:
+) -> tuple[list[LinkingNote], int]:
     """The notes with a link that names ``note`` (itself included, if it links to itself),
     in path order: at most :data:`MAX_BACKLINKS`, each checked against its file, and how
     many there are as indexed."""
     leaf = rules.stem_of(note[-1]).casefold()
-    found: list[Backlink] = []
+    found: list[LinkingNote] = []
     total = 0
     for attempt in range(MAX_VERIFY_ROUNDS):
         pool = candidates(catalog, [leaf])
@@ -175,7 +174,7 @@ def backlinks(
                 row, n = counts.get(link.linker.parts, (link.linker, 0))
                 counts[link.linker.parts] = (row, n + 1)
         total = len(counts)
-        found = [Backlink(row, n) for _parts, (row, n) in sorted(counts.items())][:MAX_BACKLINKS]
+        found = [LinkingNote(row, n) for _parts, (row, n) in sorted(counts.items())][:MAX_BACKLINKS]
         stale = catalog.check([b.row for b in found])
         if not stale:
             break
@@ -243,8 +242,8 @@ __all__ = [
     "MAX_BACKLINKS",
     "MAX_OUTGOING",
     "MAX_TAGS_LIMIT",
-    "Backlink",
     "IndexedLink",
+    "LinkingNote",
     "Outgoing",
     "TagCount",
     "backlinks",

@@ -54,10 +54,10 @@ from fsnotes.notes.text import links as linkrules
 from fsnotes.notes.text import where as whererules
 from fsnotes.state import statedir
 from sandbox.root import FileIdentity, FileInfo
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.index")
 
-Components = tuple[str, ...]
 
 INDEX_DIR = "index"  # below the state directory
 # A reader or writer waits this long for another connection's write to finish (a batch of

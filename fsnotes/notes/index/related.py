@@ -23,8 +23,7 @@ from fsnotes.notes.store import NoteStore, display
 from fsnotes.notes.text.markdown import NoteMeta
 from fsnotes.notes.text.query import QueryError
 from fsnotes.notes.text.query import parse as parse_query
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Notes named as related in one prompt: enough to choose from, few enough to read. (The
 # links followed, and the backlinks found, are linkgraph's MAX_OUTGOING and MAX_BACKLINKS.)
@@ -37,14 +36,14 @@ SEARCH_HITS = 10
 
 
 @dataclass
-class Candidate:
+class RelatedNote:
     row: Row
     reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Related:
-    candidates: list[Candidate]
+    candidates: list[RelatedNote]
     broken: list[str]  # the note's links that lead to no note, as written
 
 
@@ -55,13 +54,13 @@ def _link_text(kind: str, target: str) -> str:
 def related(catalog: Catalog, store: NoteStore, parts: Components, meta: NoteMeta) -> Related:
     """Candidates related to the note at ``parts`` (whose analysis is ``meta``), best
     reasons first: links from it, links to it, shared tags, its title's words."""
-    found: dict[Components, Candidate] = {}
+    found: dict[Components, RelatedNote] = {}
     broken: list[str] = []
 
     def add(row: Row, reason: str) -> None:
         if row.parts == parts:
             return
-        candidate = found.setdefault(row.parts, Candidate(row))
+        candidate = found.setdefault(row.parts, RelatedNote(row))
         if reason not in candidate.reasons:
             candidate.reasons.append(reason)
 
@@ -101,5 +100,5 @@ def _rank(reasons: Sequence[str]) -> tuple[int, int]:
     return best, -len(reasons)
 
 
-def describe(candidate: Candidate) -> str:
+def describe(candidate: RelatedNote) -> str:
     return f"{candidate.row.title} ({display(candidate.row.parts)}): {'; '.join(candidate.reasons)}"

@@ -23,21 +23,22 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fsnotes.notes.index.attachments import SUFFIXES, is_attachment, media_type
 from fsnotes.notes.index.noteindex import NewNotes, NoteIndex
 from fsnotes.notes.index.schema import Document
 from fsnotes.notes.store import MAX_NOTE_BYTES, NoteError, NoteStore
+from fsnotes.notes.workers import borrowed_pool
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.root import DirEntry, FileInfo, is_leftover_name
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.index")
 
-Components = tuple[str, ...]
 
 # A folder with more entries than this is skipped (and counted): one listing holds its names
 # in memory. Far above any real notes folder; keeps a hostile or mistaken mount (a maildir, a
@@ -62,7 +63,6 @@ class ScanReport:
     rejected: int = 0  # note-named files that are not notes (not UTF-8, too large, ...)
     skipped_folders: int = 0  # too deep or too many entries: not indexed
     cancelled: bool = False
-    changed_folders: list[Components] = field(default_factory=list)
 
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -126,7 +126,6 @@ class Scanner:
         gone = [f for f in known if f not in seen_folders]
         if gone:
             report.removed += self.index.delete_folders(gone)
-        report.changed_folders = pending
         return report
 
     def _folders(
@@ -236,51 +235,20 @@ class Scanner:
         """Read the changed notes of ``pending`` folders and write them to the index, in
         batches; False when ``stop`` said so first (what was committed stays).
 
-        A pipeline of two threads: one reads and parses the next batch and makes its rows
-        (Python, holding the GIL; :meth:`NoteIndex.prepare` for new notes) while this one
-        writes the last (SQLite, a few statements per batch, which release the GIL), so a
-        build uses both cores. The reader's queue holds at most :data:`PIPELINE_DEPTH`
-        batches (each with its rows: about twice its notes' text)."""
-        batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(PIPELINE_DEPTH)
-        halt = threading.Event()
-
-        def put(item: _Batch | BaseException | None) -> bool:
-            while not halt.is_set():
-                try:
-                    batches.put(item, timeout=_QUEUE_POLL_S)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def produce() -> None:
-            # Ends with exactly one of: None (all read), the exception that stopped it, or
-            # nothing when the writer has halted (it no longer reads the queue).
-            try:
-                for batch in self._batches(pending):
-                    if not put(batch):
-                        return
-                    if stop():
-                        put(_STOPPED)
-                        return
-            except BaseException as exc:  # handed to the writer, which raises it
-                put(exc)
-                return
-            put(None)
-
+        With a thread to spare (one token of the limiter all blocking steps share, see
+        :mod:`fsnotes.notes.workers`), a pipeline of two: that thread reads and parses the
+        next batch and makes its rows (Python, holding the GIL; :meth:`NoteIndex.prepare` for
+        new notes) while this one writes the last (SQLite, a few statements per batch, which
+        release the GIL), so a build uses both cores; at most :data:`PIPELINE_DEPTH` batches
+        wait (each with its rows: about twice its notes' text). Without one, this thread
+        reads and writes in turn."""
         done = 0
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsnotes-scan") as reader:
-            reader.submit(produce)
-            try:
-                while True:
-                    item = batches.get()
-                    if item is None:
-                        return True
-                    if item is _STOPPED:
-                        return False
-                    if isinstance(item, BaseException):
-                        raise item
-                    if stop():
+        with borrowed_pool(1, "fsnotes-scan") as reader:
+            batches = self._batches(pending)
+            ahead = batches if reader is None else _read_ahead(reader, batches, stop)
+            with contextlib.closing(ahead):
+                for item in ahead:
+                    if isinstance(item, _Stopped) or stop():
                         return False
                     if item.vanished:
                         report.removed += self.index.delete(item.vanished)
@@ -300,13 +268,9 @@ class Scanner:
                     report.rejected += len(item.rejects)
                     if progress is not None:
                         progress(min(done, total), total)
-            finally:
-                halt.set()
-                with contextlib.suppress(queue.Empty):
-                    while True:  # unblock a reader waiting to put
-                        batches.get_nowait()
+        return True
 
-    def _batches(self, pending: list[Components]) -> Iterator[_Batch]:
+    def _batches(self, pending: list[Components]) -> Generator[_Batch]:
         """The work of pass 2, folder by folder: each folder listed again (it may have
         changed since pass 1) and its changed notes read in batches of :data:`BATCH`."""
         for parts in pending:
@@ -396,6 +360,58 @@ class Scanner:
             info = None
         self.index.put_attachment(parts, info)
         return info is not None
+
+
+def _read_ahead(
+    reader: ThreadPoolExecutor, batches: Iterator[_Batch], stop: Callable[[], bool]
+) -> Generator[_Batch | _Stopped]:
+    """``batches`` made on the ``reader`` thread, at most :data:`PIPELINE_DEPTH` ahead of
+    the caller; ends with :data:`_STOPPED` once ``stop`` said so, raises what stopped the
+    reader. Close it to stop the reader (it then ends at its next batch)."""
+    queue_: queue.Queue[_Batch | BaseException | None] = queue.Queue(PIPELINE_DEPTH)
+    halt = threading.Event()
+
+    def put(item: _Batch | BaseException | None) -> bool:
+        while not halt.is_set():
+            try:
+                queue_.put(item, timeout=_QUEUE_POLL_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        # Ends with exactly one of: None (all read), the exception that stopped it, or
+        # nothing when the caller has halted (it no longer reads the queue).
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+                if stop():
+                    put(_STOPPED)
+                    return
+        except BaseException as exc:  # handed to the caller, which raises it
+            put(exc)
+            return
+        put(None)
+
+    reader.submit(produce)
+    try:
+        while True:
+            item = queue_.get()
+            if item is None:
+                return
+            if item is _STOPPED:
+                yield _STOPPED
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        halt.set()
+        with contextlib.suppress(queue.Empty):
+            while True:  # unblock a reader waiting to put
+                queue_.get_nowait()
 
 
 class _Stopped(Exception):

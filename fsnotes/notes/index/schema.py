@@ -22,8 +22,7 @@ from typing import Any
 
 from fsnotes.notes.text.markdown import NoteMeta
 from sandbox.root import FileIdentity, FileInfo
-
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
 SCHEMA_VERSION = 6
@@ -115,6 +114,7 @@ class Hit:
     snippet: str  # with the caller's marks around matched tokens
     body: str  # the indexed body (text after the frontmatter), to place the snippet
     body_start: int
+    all_terms: bool = True  # holds every term the search selected by (see search.Plan)
 
 
 @dataclass(frozen=True)

@@ -1,94 +1,172 @@
 """Ranked search over a workspace's index: which notes match, in what order, with excerpts.
 
-Everything here is one read of the index (:class:`~fsnotes.notes.index.noteindex.NoteIndex`); what
-the order means (tiers, bm25 weights, the ranking window) is :mod:`fsnotes.notes.index.ranking`'s
-to decide, and the caller passes it in. Every expression is bound as a parameter.
+A query is a ranked any-word search. Its terms are first weighed by the index's own
+document frequencies (how many notes hold each, counted by FTS5, never from a list of
+English words):
+
+* at most :data:`~fsnotes.notes.text.query.MAX_QUERY_TERMS` terms are searched, the rarest
+  ones (a term no note holds counts as the commonest: it can match nothing); the others are
+  *dropped* (and named in the result);
+* a term held by more than :data:`~fsnotes.notes.index.ranking.COMMON_SHARE` of the notes
+  (in a vault of at least :data:`~fsnotes.notes.index.ranking.COMMON_MIN_NOTES`), or by more
+  than :data:`~fsnotes.notes.index.ranking.COMMON_NOTES`, is *very common* (``the``,
+  ``what``): it neither selects nor ranks notes (bm25 gives it next to no weight anyway,
+  and reading its long list of notes is what would make a question slow), unless every
+  term of the query is very common;
+* a note matches when it holds any of the remaining (*selecting*) terms. Matches are
+  ordered by: whether they hold every selecting term, then how many of title and path hold
+  every selecting term (:mod:`fsnotes.notes.index.ranking`), then bm25 over the fields, a
+  term typed several times counting that many times (up to
+  :data:`~fsnotes.notes.text.query.MAX_TERM_REPEATS`).
+
+bm25 reads every hit of every term, so it is computed over the rarest selecting terms whose
+note counts add up to at most :data:`~fsnotes.notes.index.ranking.RANK_WINDOW` (at least
+the rarest one; for that one alone, over its newest
+:data:`~fsnotes.notes.index.ranking.RANK_NEWEST` notes): a query whose
+terms all fit is ranked exactly, and the result says when it was not. Every expression is
+bound as a parameter, never spliced into the SQL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from fsnotes.notes.index import ranking
 from fsnotes.notes.index.noteindex import NoteIndex
-from fsnotes.notes.index.schema import BODY_COLUMN, ROW_COLUMNS, Hit, row_of
+from fsnotes.notes.index.schema import BODY_COLUMN, ROW_COLUMNS, TIER_COLUMNS, Hit, row_of
+from fsnotes.notes.text.query import MAX_QUERY_TERMS, Term, to_match
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which of a query's terms are searched, and how (see the module docstring)."""
+
+    selecting: list[Term]  # a note holding any of these matches
+    ranked: list[Term]  # the rarest selecting terms, which bm25 reads
+    common: list[Term]  # very common: neither select nor rank
+    dropped: list[Term]  # past MAX_QUERY_TERMS
+    exact: bool  # every selecting term is ranked by bm25
+    over: bool  # the one ranked term alone is in more than RANK_WINDOW notes
+
+
+@dataclass(frozen=True)
+class Result:
+    hits: list[Hit]
+    matched: int  # notes that match, counted up to ranking.COUNT_CAP
+    ranked_all: bool  # every match was ranked by bm25
+    plan: Plan
+
+
+def _scoped(expr: str, scoped: Sequence[str]) -> str:
+    return " AND ".join([f"({expr})", *scoped])
+
+
+def _count(index: NoteIndex, match: str, cap: int) -> int:
+    return int(
+        index.query(
+            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
+            (match, cap),
+        )[0][0]
+    )
+
+
+def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
+    """Weigh ``terms`` by how many notes of the whole index hold each (read up to the
+    very-common bound, so a common word costs at most that many rowids)."""
+    notes = index.count()
+    common_at = ranking.common_bound(notes)
+    cap = common_at + 1 if common_at is not None else ranking.COUNT_CAP
+    freq = [(_count(index, term.fts(), cap), place, term) for place, term in enumerate(terms)]
+    # Rarest first, but a term no note holds last: it can match nothing, so it must not
+    # take the place of one that can.
+    by_rarity = sorted(freq, key=lambda f: (f[0] == 0, f[0], f[1]))
+    kept = by_rarity[:MAX_QUERY_TERMS]
+    dropped = [t for _df, _p, t in sorted(by_rarity[MAX_QUERY_TERMS:], key=lambda f: f[1])]
+    common = [t for df, _p, t in kept if common_at is not None and df > common_at]
+    selecting = [(df, t) for df, _p, t in kept if t not in common] or [
+        (df, t) for df, _p, t in kept
+    ]
+    if len(selecting) == len(kept):
+        common = []
+    ranked: list[Term] = []
+    budget = 0
+    for df, term in selecting:
+        if ranked and budget + df > ranking.RANK_WINDOW:
+            break
+        ranked.append(term)
+        budget += df
+    return Plan(
+        selecting=[t for _df, t in selecting],
+        ranked=ranked,
+        common=common,
+        dropped=dropped,
+        exact=len(ranked) == len(selecting) and budget <= ranking.RANK_WINDOW,
+        over=budget > ranking.RANK_WINDOW,
+    )
 
 
 def search(
     index: NoteIndex,
-    match: str,
-    tier_matches: Sequence[str],
+    terms: Sequence[Term],
+    scoped: Sequence[str],
     limit: int,
-    window: int,
-    weights: Sequence[float],
-    marks: tuple[str, str, str],
-    snippet_tokens: int,
-    count_cap: int,
-) -> tuple[list[Hit], int]:
-    """The ``limit`` best notes for the FTS5 expression ``match``, and how many match (at
-    most ``count_cap``: counting reads every match's rowid, so a word found in a million
-    notes is counted up to the cap). Every expression is bound, never spliced into the SQL.
-
-    Order: how many of ``tier_matches`` (the same terms within one column of the small
-    ``tfts`` table: title, path) a note matches, then bm25. bm25 reads every hit of every
-    term, so it is computed for at most ``window`` matching notes, the most recently
-    indexed ones (FTS5 reads rowids newest first and stops there); tier matches beyond
-    them are still ranked in their tier, after the ones in the window, by recency. A
-    query with at most ``window`` matches is ranked exactly.
-    """
-    matched = int(
-        index.query(
-            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
-            (match, max(window, count_cap)),
-        )[0][0]
-    )
-    overflow = matched > window
-    rank = f"bm25(fts, {', '.join(str(float(w)) for w in weights)})"
-    tiers = " + ".join(
-        ["(rowid IN (SELECT rowid FROM tfts WHERE tfts MATCH ?))"] * len(tier_matches)
-    )
-    best: list[tuple[int, int, float | None]] = [
-        (int(r[0]), int(r[2]), float(r[1]))
+) -> Result:
+    """The ``limit`` best notes for ``terms`` within the scope expressions ``scoped`` (the
+    folder, tag and frontmatter words, ANDed), and how many match (at most
+    ``ranking.COUNT_CAP``: counting reads every match's rowid)."""
+    p = plan(index, terms)
+    window = ranking.RANK_NEWEST if p.over else ranking.RANK_WINDOW
+    any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
+    matched = _count(index, any_match, ranking.COUNT_CAP)
+    rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
+    scored: dict[int, float] = {
+        int(r[0]): float(r[1])
         for r in index.query(
-            f"SELECT id, score, tier FROM (SELECT rowid AS id, {rank} AS score, "
-            f"{tiers or '0'} AS tier FROM fts WHERE fts MATCH ? ORDER BY rowid DESC "
-            "LIMIT ?) ORDER BY tier DESC, score LIMIT ?",
-            [*tier_matches, match, window, limit],
+            f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (_scoped(to_match(p.ranked, op="OR", weighted=True), scoped), window),
         )
-    ]
-    if overflow and tier_matches:
-        best = _with_older_tiers(index, best, tier_matches, window, limit)
-    return _hits(index, best, match, marks, snippet_tokens), matched
-
-
-def _with_older_tiers(
-    index: NoteIndex,
-    best: list[tuple[int, int, float | None]],
-    tier_matches: Sequence[str],
-    window: int,
-    limit: int,
-) -> list[tuple[int, int, float | None]]:
-    """Add the newest title/path matches older than the window (no bm25: reading their
-    hits is what the window avoids), ranked after the window's rows of their tier."""
-    seen = {note_id for note_id, _tier, _score in best}
+    }
+    # Notes holding every selecting term, and the title and path tiers: each a bounded list
+    # of the newest such notes (an AND is answered by FTS5 without reading every match).
+    every: set[int] = set()
+    if len(p.selecting) > 1:
+        every = _ids(index, "fts", _scoped(to_match(p.selecting), scoped), window + limit)
     tiers: dict[int, int] = {}
-    for tier_match in tier_matches:
-        for (note_id,) in index.query(
-            "SELECT rowid FROM tfts WHERE tfts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (tier_match, window + limit),
-        ):
+    for column in TIER_COLUMNS:
+        expr = _scoped(to_match(p.selecting, (column,)), scoped)
+        for note_id in _ids(index, "tfts", expr, window + limit):
             tiers[note_id] = tiers.get(note_id, 0) + 1
-    older = sorted(
-        ((n, t, None) for n, t in tiers.items() if n not in seen),
-        key=lambda row: (-row[1], -row[0]),
+    candidates = set(scored) | every | set(tiers)
+    single = len(p.selecting) == 1
+
+    def order(note_id: int) -> tuple[bool, int, bool, float, int]:
+        score = scored.get(note_id)
+        held = single or note_id in every
+        return (not held, -tiers.get(note_id, 0), score is None, score or 0.0, -note_id)
+
+    best = sorted(candidates, key=order)[:limit]
+    rows = [
+        (note_id, tiers.get(note_id, 0), scored.get(note_id), single or note_id in every)
+        for note_id in best
+    ]
+    ranked_all = p.exact and matched <= window
+    return Result(
+        hits=_hits(index, rows, any_match), matched=matched, ranked_all=ranked_all, plan=p
     )
-    merged = best + older[:limit]
-    merged.sort(key=lambda row: (-row[1], row[2] is None, row[2] or 0.0))
-    return merged[:limit]
 
 
-def _excerpts(
-    index: NoteIndex, ids: list[int], match: str, marks: tuple[str, str, str], snippet_tokens: int
-) -> dict[int, tuple[str, str]]:
+def _ids(index: NoteIndex, table: str, match: str, limit: int) -> set[int]:
+    return {
+        int(r[0])
+        for r in index.query(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (match, limit),
+        )
+    }
+
+
+def _excerpts(index: NoteIndex, ids: list[int], match: str) -> dict[int, tuple[str, str]]:
     """(snippet, body) of these notes, in one pass over the rowid range they span: FTS5
     seeks to the range and reads it in order, and snippet() runs for the listed rows
     only. (``rowid IN (...)`` in the WHERE would make SQLite run the whole MATCH once
@@ -103,28 +181,31 @@ def _excerpts(
         f"snippet(fts, {BODY_COLUMN}, ?, ?, ?, ?) END, "
         f"CASE WHEN rowid IN ({placeholders}) THEN body END "
         "FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ?",
-        [*ids, *marks, snippet_tokens, *ids, match, min(ids), max(ids)],
+        [
+            *ids,
+            *ranking.INTERNAL_MARKS,
+            ranking.SNIPPET_TOKENS,
+            *ids,
+            match,
+            min(ids),
+            max(ids),
+        ],
     )
     return {int(r[0]): (str(r[1]), str(r[2])) for r in rows if int(r[0]) in wanted}
 
 
 def _hits(
-    index: NoteIndex,
-    best: list[tuple[int, int, float | None]],
-    match: str,
-    marks: tuple[str, str, str],
-    snippet_tokens: int,
+    index: NoteIndex, best: list[tuple[int, int, float | None, bool]], match: str
 ) -> list[Hit]:
     if not best:
         return []
-    ids = [note_id for note_id, _tier, _score in best]
+    ids = [note_id for note_id, _tier, _score, _all in best]
     placeholders = ", ".join("?" * len(ids))
-    excerpts = _excerpts(
-        index, [i for i, _tier, score in best if score is not None], match, marks, snippet_tokens
-    )
+    scored = [i for i, _tier, score, _all in best if score is not None]
+    excerpts = _excerpts(index, scored, match)
     for note_id in ids:
         if note_id not in excerpts:  # ranked by tier alone, outside the window: a seek
-            excerpts.update(_excerpts(index, [note_id], match, marks, snippet_tokens))
+            excerpts.update(_excerpts(index, [note_id], match))
     rows = {
         int(r[-1]): r
         for r in index.query(
@@ -133,7 +214,7 @@ def _hits(
         )
     }
     hits: list[Hit] = []
-    for note_id, tier, score in best:
+    for note_id, tier, score, every in best:
         record = rows.get(note_id)
         if record is None:
             continue  # removed since (another connection's commit)
@@ -146,6 +227,7 @@ def _hits(
                 snippet=snippet,
                 body=body,
                 body_start=int(record[8]),
+                all_terms=every,
             )
         )
     return hits

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 from urllib.parse import unquote
 
-Components = tuple[str, ...]
+from sandbox.uri import Components
 
 # File types that a link names as an attachment rather than a note: Obsidian's own list of
 # embeddable formats, plus the office, archive and data files notes commonly link to. Any
@@ -189,7 +189,7 @@ def _is_attachment(name: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class LinkTarget:
     """What a link names, independent of which notes exist."""
 
     style: Style
@@ -222,13 +222,13 @@ class Target:
         return self.problem if self.problem is not None else self.style
 
 
-def _finish(style: Style, parts: Components, extensions: Sequence[str]) -> Target:
+def _finish(style: Style, parts: Components, extensions: Sequence[str]) -> LinkTarget:
     if not parts:
-        return Target(style, (), problem="invalid")
+        return LinkTarget(style, (), problem="invalid")
     last = parts[-1]
     if _has_note_extension(last, extensions):
-        return Target(style, parts, explicit=True)
-    return Target(style, parts, attachment=_is_attachment(last))
+        return LinkTarget(style, parts, explicit=True)
+    return LinkTarget(style, parts, attachment=_is_attachment(last))
 
 
 def _relative(base: Components, text: str) -> Components | None:
@@ -247,13 +247,13 @@ def _relative(base: Components, text: str) -> Components | None:
     return tuple(stack)
 
 
-def classify(occ: Occurrence, linker: Components, extensions: Sequence[str]) -> Target:
+def classify(occ: Occurrence, linker: Components, extensions: Sequence[str]) -> LinkTarget:
     """What ``occ``, written in the note at ``linker``, names (see the module docstring)."""
     if occ.kind == "markdown":
         try:
             text = unquote(occ.target, errors="strict")
         except UnicodeDecodeError:
-            return Target("path", (), problem="invalid")
+            return LinkTarget("path", (), problem="invalid")
         return _path_target(linker, text, extensions)
     text = occ.target
     if text in (".", "..") or text.startswith(("./", "../")):
@@ -261,25 +261,25 @@ def classify(occ: Occurrence, linker: Components, extensions: Sequence[str]) -> 
     return _finish("name", tuple(p for p in text.split("/") if p), extensions)
 
 
-def _path_target(linker: Components, text: str, extensions: Sequence[str]) -> Target:
+def _path_target(linker: Components, text: str, extensions: Sequence[str]) -> LinkTarget:
     parts = _relative(linker[:-1], text)
     if parts is None:
-        return Target("path", (), problem="outside")
+        return LinkTarget("path", (), problem="outside")
     return _finish("path", parts, extensions)
 
 
-def from_row(mode: str, want: str, extensions: Sequence[str]) -> Target:
+def from_row(mode: str, want: str, extensions: Sequence[str]) -> LinkTarget:
     """The target the index stored as (``mode``, ``want``)."""
     if mode == "outside":
-        return Target("path", (), problem="outside")
+        return LinkTarget("path", (), problem="outside")
     if mode == "invalid":
-        return Target("path", (), problem="invalid")
+        return LinkTarget("path", (), problem="invalid")
     parts = tuple(want.split("/")) if want else ()
     style: Style = "name" if mode == "name" else "path"
     return _finish(style, parts, extensions)
 
 
-def matches(target: Target, note: Components) -> bool:
+def matches(target: LinkTarget, note: Components) -> bool:
     """Whether the note at ``note`` is one that ``target`` names (before the tie-break)."""
     if target.leaf is None:
         return False
@@ -299,7 +299,7 @@ def matches(target: Target, note: Components) -> bool:
     )
 
 
-def resolve(target: Target, notes: Iterable[Components]) -> Components | None:
+def resolve(target: LinkTarget, notes: Iterable[Components]) -> Components | None:
     """The note ``target`` points to among ``notes`` (any superset of the notes whose
     case-folded stem is ``target.leaf`` will do), or None: the shortest matching path,
     then the first in path order."""
@@ -388,8 +388,8 @@ def render_name(
 
 __all__ = [
     "ATTACHMENT_EXTENSIONS",
+    "LinkTarget",
     "Occurrence",
-    "Target",
     "classify",
     "from_row",
     "matches",

@@ -203,10 +203,11 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             name="notes_search",
             title="Search notes",
             description="Ranked full-text search of note titles, headings, paths, tags, "
-            'frontmatter and content. Query: words are ANDed; "quoted phrases" match in order; '
-            "prefix* matches word starts; case, accents and English word endings are ignored; "
-            "folder and tag narrow the scope. Each result has an excerpt with the matched words "
-            "in **bold** and its line number.",
+            "frontmatter and content. Pass the user's question or its distinctive keywords as "
+            "they are (any-word, best first: notes with all the words or with them in the "
+            'title rank ahead); "quoted phrases" match in order, prefix* matches word starts; '
+            "folder, tag and where narrow the scope. Each result has an excerpt with the "
+            "matched words in **bold** and its line number.",
             input_model=NotesSearchArgs,
             output_model=NotesSearchResult,
             annotations=_read_only("Search notes"),

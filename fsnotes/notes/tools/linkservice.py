@@ -6,10 +6,6 @@ are: authorization first, then layer 1, then the workspace's catalog.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-
 from fsnotes.notes.index import linkgraph
 from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.store import display
@@ -23,11 +19,13 @@ from fsnotes.notes.tools.models_links import (
     TagOut,
 )
 from fsnotes.notes.tools.service import Notes, ServiceError, _unavailable, index_info
+from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.security.grants import Access
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 
-def _status(target: rules.Target, resolved: rules.Components | None) -> LinkStatus:
+def _status(target: rules.LinkTarget, resolved: Components | None) -> LinkStatus:
     if target.problem == "outside":
         return "outside"
     if target.attachment:
@@ -103,15 +101,14 @@ def notes_tags(
 
 
 def _encode_tag_cursor(tag: str) -> str:
-    raw = json.dumps({"v": 1, "tag": tag}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return cursor_codec.encode({"v": 1, "tag": tag})
 
 
 def _decode_tag_cursor(cursor: str) -> str:
     bad = ServiceError("That cursor is not one this server issued; list the tags again without it.")
     try:
-        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        value = cursor_codec.decode(cursor)
+    except ValueError:
         raise bad from None
     if not isinstance(value, dict) or value.get("v") != 1:
         raise bad

@@ -27,7 +27,9 @@ DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 500  # a page of summaries stays well under a megabyte of JSON
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 50  # results the model can actually read in one answer
-MAX_QUERY_CHARS = 500
+# A question pasted whole (a paragraph, a long keyword list) is a query; past the term
+# bound the search keeps the most distinctive terms, so length costs only the parse.
+MAX_QUERY_CHARS = 4000
 MAX_EDITS = 100  # edits in one notes_update: more is a rewrite (send content instead)
 # A heading path names a few headings, not a paragraph.
 MAX_HEADING_PATH_CHARS = 1_000
@@ -99,9 +101,11 @@ class NotesSearchArgs(_Args):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description="Words to find, all of them (case and accents ignored, English word "
-        'endings too: plan finds planned); "quoted phrase" for words in that order; prefix* '
-        "for words starting with prefix. Nothing else is syntax.",
+        description="Words to find: the question itself or its keywords. Notes holding any "
+        "of them match, those holding all of them (or in their title) first; very common "
+        "words count for little (case and accents ignored, English word endings too: plan "
+        'finds planned); "quoted phrase" for words in that order; prefix* for words '
+        "starting with prefix. Nothing else is syntax.",
     )
     folder: str | None = Field(default=None, description="Only notes below this folder.")
     tag: str | None = Field(default=None, description="Only notes with this tag.")
@@ -320,24 +324,38 @@ class Snippet(BaseModel):
     text: str
 
 
-class SearchHit(BaseModel):
+class SearchHitOut(BaseModel):
+    # The wire shape of the index's SearchHit; its schema keeps the title it always had.
+    model_config = ConfigDict(title="SearchHit")
+
     uri: str
     path: str
     title: str
     score: float
+    allTerms: bool = Field(
+        description="True when the note holds every searched term (those in 'dropped' and "
+        "'common' aside)."
+    )
     snippets: list[Snippet]
 
 
 class NotesSearchResult(BaseModel):
-    results: list[SearchHit]
+    results: list[SearchHitOut]
     total: int = Field(
         description="How many notes matched (results holds the best 'limit'), counted up to 10,000."
     )
     totalExact: bool = Field(description="False when more than 'total' notes matched.")
     rankedAll: bool = Field(
-        description="False when more notes matched than are ranked one by one (the 1,000 "
-        "most recently changed, plus the newest with every word in the title or path): "
-        "the best of the rest may be missing; narrow the query, folder or tag."
+        description="False when not every match was ranked one by one (only the rarest "
+        "terms' notes, up to 4,000, plus the newest with every term or with them in the "
+        "title or path): the best of the rest may be missing; narrow the query, folder or tag."
+    )
+    dropped: list[str] = Field(
+        description="Terms not searched: the query had more than 32, and these were the "
+        "least distinctive (found in the most notes)."
+    )
+    common: list[str] = Field(
+        description="Terms found in so many notes that they neither select nor rank notes."
     )
     scanned: int = Field(description="How many notes were searched (those in scope).")
     index: IndexInfo

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -48,15 +48,16 @@ from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import links as rules
 from fsnotes.notes.text.markdown import split_frontmatter
 from fsnotes.notes.tools.models import LinkRewrite, LinkSkip
+from fsnotes.notes.workers import borrowed_pool
 from sandbox import errors as sx
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 if TYPE_CHECKING:
     from fsnotes.notes.tools.service import Located, Notes
 
 log = logging.getLogger("fsnotes.notes")
 
-Components = tuple[str, ...]
 
 # Notes one move rewrites at most. Each rewrite is a whole-note atomic write (temp file,
 # fsync, rename, directory fsync) and the note parsed again for the index: measured here
@@ -68,8 +69,13 @@ MAX_LINK_REWRITES = 2_000
 # and the disk commits concurrent ones together: measured here, 1 writer took 8.3 ms a
 # note, 4 took 0.9 ms, 8 took 0.55 ms. Four keep most of that while bounding memory: each
 # holds one note being rewritten (about 17 MiB for a 4 MiB note, see docs/limits.md's
-# figures), and the server's other blocking steps go on beside them.
+# figures), and the server's other blocking steps go on beside them. The threads are taken
+# from the limiter all blocking steps share (fsnotes.notes.workers): as many as are free, up
+# to this; with none free the move's own thread rewrites the notes one by one.
 REWRITE_WORKERS = 4
+
+# One note's rewrite: what was rewritten (None: nothing) and what could not be.
+_Rewritten = tuple[LinkRewrite | None, list[LinkSkip]]
 
 
 @dataclass
@@ -88,7 +94,7 @@ def _leaf(parts: Components) -> str:
     return rules.stem_of(parts[-1]).casefold()
 
 
-def _intended(plan: MovePlan, target: rules.Target) -> Components | None:
+def _intended(plan: MovePlan, target: rules.LinkTarget) -> Components | None:
     """The note ``target`` named before the move, at its path after it (None: none)."""
     before = rules.resolve(target, plan.before)
     return plan.dst if before == plan.src else before
@@ -201,7 +207,7 @@ def _path_to_note(
     occ: rules.Occurrence,
     holder: Components,
     note: Components,
-    target: rules.Target,
+    target: rules.LinkTarget,
     plan: MovePlan,
     extensions: Sequence[str],
 ) -> str | None:
@@ -224,30 +230,20 @@ def apply_move(
     catalog = notes.catalog(loc)
     batch = WriteBatch(catalog)
 
-    def one(parts: Components) -> tuple[LinkRewrite | None, list[LinkSkip]]:
+    def one(parts: Components) -> _Rewritten:
         with catalog.batched(batch):
             return _rewrite_one(notes, loc, plan, parts)
 
     done: list[LinkRewrite] = []
     skipped: list[LinkSkip] = []
-    todo = iter([plan.dst, *plan.linkers])
-    running: set[Future[tuple[LinkRewrite | None, list[LinkSkip]]]] = set()
     try:
-        with ThreadPoolExecutor(REWRITE_WORKERS, thread_name_prefix="fsnotes-relink") as pool:
-            # A few rewrites ahead of the workers, never the whole list: what is in flight
-            # (and in the batch, written from this thread whenever it fills) stays bounded.
-            for parts in itertools.islice(todo, 2 * REWRITE_WORKERS):
-                running.add(pool.submit(one, parts))
-            while running:
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    rewritten, problems = future.result()
-                    if rewritten is not None:
-                        done.append(rewritten)
-                    skipped.extend(problems)
-                    following = next(todo, None)
-                    if following is not None:
-                        running.add(pool.submit(one, following))
+        with borrowed_pool(REWRITE_WORKERS, "fsnotes-relink") as pool:
+            todo = [plan.dst, *plan.linkers]
+            results = map(one, todo) if pool is None else _in_pool(pool, one, todo)
+            for rewritten, problems in results:
+                if rewritten is not None:
+                    done.append(rewritten)
+                skipped.extend(problems)
                 if batch.full:
                     batch.flush()
     finally:
@@ -257,6 +253,27 @@ def apply_move(
     if skipped:
         log.info("move of %s: %d link rewrite(s) not done", display(plan.src), len(skipped))
     return done, skipped
+
+
+def _in_pool(
+    pool: ThreadPoolExecutor,
+    one: Callable[[Components], _Rewritten],
+    todo: Iterable[Components],
+) -> Iterator[_Rewritten]:
+    """``one`` of each of ``todo`` on the pool's threads, results as they finish."""
+    pending = iter(todo)
+    running: set[Future[_Rewritten]] = set()
+    # A few rewrites ahead of the workers, never the whole list: what is in flight (and in
+    # the batch, written from the caller's thread whenever it fills) stays bounded.
+    for parts in itertools.islice(pending, 2 * REWRITE_WORKERS):
+        running.add(pool.submit(one, parts))
+    while running:
+        finished, running = wait(running, return_when=FIRST_COMPLETED)
+        for future in finished:
+            following = next(pending, None)
+            if following is not None:
+                running.add(pool.submit(one, following))
+            yield future.result()
 
 
 def _rewrite_one(

@@ -6,9 +6,6 @@ too: listed after its notes with their MIME type, and read as base64 blobs, size
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +23,7 @@ from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.index.schema import Row
 from fsnotes.notes.store import display, iso_time
 from fsnotes.notes.tools.service import Located, Notes, NotesService, ServiceError
+from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.protocol.registry import (
     InputRequired,
     InternalError,
@@ -36,6 +34,7 @@ from fsnotes.protocol.registry import (
 from fsnotes.security.grants import Access, NotGranted, Workspace
 from sandbox import errors as sx
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 JSONObject = dict[str, Any]
 
@@ -216,15 +215,13 @@ def _attachment(ws: Workspace, row: AttachmentRow) -> JSONObject:
     }
 
 
-def _encode(index: int, kind: str, after: tuple[str, ...]) -> str:
-    value = {"v": 1, "w": index, "after": list(after), "k": kind}
-    raw = json.dumps(value, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
+def _encode(index: int, kind: str, after: Components) -> str:
+    return cursor_codec.encode({"v": 1, "w": index, "after": list(after), "k": kind})
 
 
-def _decode(cursor: str) -> tuple[int, str, tuple[str, ...]]:
+def _decode(cursor: str) -> tuple[int, str, Components]:
     try:
-        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        value = cursor_codec.decode(cursor)
         index, after = value["w"], value["after"]
         kind = value.get("k", _NOTES)
         if value.get("v") != 1 or not isinstance(index, int) or index < 0:
@@ -235,5 +232,5 @@ def _decode(cursor: str) -> tuple[int, str, tuple[str, ...]]:
         if len(parts) != len(after):
             raise ValueError
         return index, kind, parts
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError, sx.SandboxError):
+    except (ValueError, KeyError, TypeError, sx.SandboxError):
         raise InvalidParams("Invalid cursor; list again from the start.") from None

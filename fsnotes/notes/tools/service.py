@@ -12,11 +12,8 @@ file I/O); the async tool handlers run them in a worker thread.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import errno
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,21 +42,21 @@ from fsnotes.notes.tools.models import (
     NotesReadResult,
     NotesSearchResult,
     NoteSummary,
-    SearchHit,
+    SearchHitOut,
     Snippet,
     WhereValue,
     WorkspaceOut,
     WorkspacesListResult,
     WriteResult,
 )
+from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
 from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
 from sandbox import errors as sx
 from sandbox import uri as lexical
+from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.notes")
-
-Components = tuple[str, ...]
 
 
 class ServiceError(Exception):
@@ -304,11 +301,12 @@ class Notes:
         with _unavailable():
             found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
         results = [
-            SearchHit(
+            SearchHitOut(
                 uri=lexical.to_file_uri(ws.components + hit.row.parts),
                 path=display(hit.row.parts),
                 title=hit.row.title,
                 score=hit.score,
+                allTerms=hit.all_terms,
                 snippets=(
                     [Snippet(line=hit.excerpt.line, text=hit.excerpt.text)] if hit.excerpt else []
                 ),
@@ -320,6 +318,8 @@ class Notes:
             total=found.total,
             totalExact=found.total_exact,
             rankedAll=found.ranked_all,
+            dropped=[t.typed() for t in found.dropped],
+            common=[t.typed() for t in found.common],
             scanned=found.scanned,
             index=index_info(found.status),
         )
@@ -568,20 +568,20 @@ def _inside(base: Components, target: Components) -> bool:
 
 
 def encode_cursor(after: Components) -> str:
-    raw = json.dumps({"v": 1, "after": list(after)}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return cursor_codec.encode({"v": 1, "after": list(after)})
 
 
 def decode_cursor(cursor: str) -> Components:
     """The position a cursor encodes; ServiceError for anything this server did not issue."""
     bad = ServiceError("That cursor is not one this server issued; list again without it.")
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        value = cursor_codec.decode(cursor)
+    except ValueError:
         raise bad from None
-    after = value.get("after") if isinstance(value, dict) else None
-    if value.get("v") != 1 or not isinstance(after, list) or not after:
+    if not isinstance(value, dict) or value.get("v") != 1:
+        raise bad
+    after = value.get("after")
+    if not isinstance(after, list) or not after:
         raise bad
     if not all(isinstance(p, str) for p in after):
         raise bad

@@ -49,6 +49,7 @@ def test_beyond_the_ranking_window_title_matches_still_come_first_and_total_is_e
     server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ranking, "RANK_WINDOW", 3)
+    monkeypatch.setattr(ranking, "RANK_NEWEST", 3)
     (vault / "old.md").write_text("# Kettle\n\nAn old note.\n")
     svc = server.service.acting_for(server.config.principal)
     svc.notes_search(None, "kettle", None, None, None)  # indexes old.md first (oldest rowid)

@@ -2,13 +2,20 @@
 
 Generated vaults of a few notes on real files, generated queries (words, phrases,
 prefixes, folder and tag filters); every answer of ``notes_search`` is compared with an
-oracle that reads the files itself and decides each note by the documented rules:
-every term must match in some text column; a word matches a token, a phrase consecutive
-tokens of one column, a prefix the start of a token; a folder holds the notes below it; a
-tag matches itself and its nested tags. Tokens come from SQLite's own FTS5 tokenizer over a
-scratch table (the oracle tests retrieval, not the tokenizer), and the ranking's first key
-is checked too: a note with every term in its title (and path) never ranks below one
-without.
+oracle that reads the files itself and decides each note by the documented rules
+(fsnotes/notes/index/search.py): a term's document frequency is the number of notes of the
+vault holding it in some text column; the rarest ``MAX_QUERY_TERMS`` terms are kept (one
+no note holds counts as the commonest), the rest dropped; kept terms in more than the
+very-common bound of notes do not select, unless all do; a note in scope matches when it
+holds any selecting term. A word matches a token,
+a phrase consecutive tokens of one column, a prefix the start of a token; a folder holds the
+notes below it; a tag matches itself and its nested tags. Tokens come from SQLite's own
+FTS5 tokenizer over a scratch table (the oracle tests retrieval, not the tokenizer). The
+ranking's first keys are checked too: a note holding every selecting term never ranks
+below one that does not, and among those alike a note with every such term in its title
+(and path) never below one without; ``allTerms``, ``dropped`` and ``common`` are checked.
+The term bound and the vault size from which words count as very common are lowered in
+some examples (to 2 terms, to every vault) so that generated vaults reach both.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from hypothesis import strategies as st
 
 from fsnotes.app.config import load
 from fsnotes.app.server import build
+from fsnotes.notes.index import ranking
+from fsnotes.notes.index import search as index_search
 from fsnotes.notes.index.schema import TOKENIZER
 from fsnotes.notes.text.markdown import has_tag
 
@@ -184,45 +193,95 @@ def make_vault(base: Path, specs: list[NoteSpec]) -> Vault:
     return Vault(root, notes)
 
 
+def oracle(
+    vault: Vault,
+    terms: list[Term],
+    folder: str | None,
+    tag: str | None,
+    tokenize: Tokenizer,
+    max_terms: int,
+    common_min_notes: int,
+) -> tuple[dict[str, tuple[bool, int]], list[str], list[str]]:
+    """path -> (holds every selecting term, title/path tier) of the expected matches, and
+    the dropped and common terms (as typed), by the rules of the module docstring."""
+    distinct = list(dict.fromkeys(terms))
+    columns = {
+        path: {c: tokenize(v) for c, v in columns_of(parts, spec, text).items()}
+        for path, (parts, spec, text) in vault.notes.items()
+    }
+
+    def holds(path: str, term: Term) -> bool:
+        return any(term_matches(term, toks, tokenize) for toks in columns[path].values())
+
+    df = [sum(holds(path, t) for path in columns) for t in distinct]
+    order = sorted(range(len(distinct)), key=lambda i: (df[i] == 0, df[i], i))
+    kept = order[:max_terms]
+    dropped = [distinct[i].text() for i in sorted(order[max_terms:])]
+    n = len(columns)
+    bound = None if n < common_min_notes else min(int(n * ranking.COMMON_SHARE), 10_000)
+    common = [i for i in kept if bound is not None and df[i] > bound]
+    selecting = [i for i in kept if i not in common] or kept
+    if len(selecting) == len(kept):
+        common = []
+    expected: dict[str, tuple[bool, int]] = {}
+    for path, (_parts, spec, _text) in vault.notes.items():
+        if folder and not path.startswith(folder + "/"):
+            continue
+        if tag and not has_tag(list(spec.tags), tag):
+            continue
+        held = [holds(path, distinct[i]) for i in selecting]
+        if any(held):
+            tier = sum(
+                all(term_matches(distinct[i], columns[path][c], tokenize) for i in selecting)
+                for c in ("title", "path")
+            )
+            expected[path] = (all(held), tier)
+    return expected, dropped, [distinct[i].text() for i in sorted(common)]
+
+
 @settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(specs=notes_st, queries=st.lists(query_st, min_size=1, max_size=6))
+@given(
+    specs=notes_st,
+    queries=st.lists(query_st, min_size=1, max_size=6),
+    few_terms=st.booleans(),
+    common_everywhere=st.booleans(),
+)
 def test_search_results_equal_a_brute_force_scan(
     scratch: Path,
     specs: list[NoteSpec],
     queries: list[tuple[list[Term], str | None, str | None]],
+    few_terms: bool,
+    common_everywhere: bool,
 ) -> None:
     vault = make_vault(scratch, specs)
     state = scratch / "state"
     shutil.rmtree(state, ignore_errors=True)
+    max_terms = 2 if few_terms else index_search.MAX_QUERY_TERMS
+    common_min = 1 if common_everywhere else ranking.COMMON_MIN_NOTES
+    saved = (index_search.MAX_QUERY_TERMS, ranking.COMMON_MIN_NOTES)
+    index_search.MAX_QUERY_TERMS, ranking.COMMON_MIN_NOTES = max_terms, common_min
     server = build(load(workspaces=[str(vault.root)], state_dir=str(state), principal="p", env={}))
     tokenize = Tokenizer()
     try:
         for terms, folder, tag in queries:
             query = " ".join(t.text() for t in terms)
-            expected: dict[str, int] = {}
-            for path, (parts, spec, text) in vault.notes.items():
-                if folder and not path.startswith(folder + "/"):
-                    continue
-                if tag and not has_tag(list(spec.tags), tag):
-                    continue
-                tokens = {c: tokenize(v) for c, v in columns_of(parts, spec, text).items()}
-                if all(any(term_matches(t, tokens[c], tokenize) for c in tokens) for t in terms):
-                    tier = sum(
-                        all(term_matches(t, tokens[c], tokenize) for t in terms)
-                        for c in ("title", "path")
-                    )
-                    expected[path] = tier
+            expected, dropped, common = oracle(
+                vault, terms, folder, tag, tokenize, max_terms, common_min
+            )
             found = server.service.acting_for(server.config.principal).notes_search(
                 None, query, folder, tag, 50
             )
             paths = [r.path for r in found.results]
             assert set(paths) == set(expected), (query, folder, tag)
             assert found.total == len(expected)
-            tiers = [expected[p] for p in paths]
-            assert tiers == sorted(tiers, reverse=True), (query, paths, tiers)
+            assert (found.dropped, found.common) == (dropped, common), query
+            assert [r.allTerms for r in found.results] == [expected[p][0] for p in paths]
+            keys = [expected[p] for p in paths]
+            assert keys == sorted(keys, reverse=True), (query, paths, keys)
     finally:
         server.close()
+        index_search.MAX_QUERY_TERMS, ranking.COMMON_MIN_NOTES = saved

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fsnotes.notes.index.schema import TOKENIZER
-from fsnotes.notes.text.query import MAX_QUERY_TERMS, QueryError, Term, parse, to_match
+from fsnotes.notes.text.query import (
+    MAX_QUERY_TERMS,
+    MAX_TERM_REPEATS,
+    QueryError,
+    Term,
+    parse,
+    to_match,
+)
 
 
 def test_words_phrases_and_prefixes() -> None:
@@ -44,9 +51,13 @@ def test_a_short_prefix_is_refused_with_the_minimum() -> None:
         parse("ab*")
 
 
-def test_too_many_terms_is_refused() -> None:
-    with pytest.raises(QueryError, match=f"at most {MAX_QUERY_TERMS}"):
-        parse(" ".join(f"w{i}" for i in range(MAX_QUERY_TERMS + 1)))
+def test_any_number_of_terms_is_parsed_and_repeats_are_one_term() -> None:
+    # The search keeps the most distinctive MAX_QUERY_TERMS (fsnotes.notes.index.search).
+    terms = parse(" ".join(f"w{i}" for i in range(MAX_QUERY_TERMS + 1)) + ' W0 w1 "w2"')
+    assert [t.text for t in terms] == [f"w{i}" for i in range(MAX_QUERY_TERMS + 1)]
+    assert [t.repeats for t in terms[:4]] == [2, 2, 2, 1]  # typed twice: weighs twice
+    assert to_match(terms[:2], op="OR", weighted=True) == '"w0" OR "w0" OR "w1" OR "w1"'
+    assert parse("x " * 10)[0].repeats == MAX_TERM_REPEATS
 
 
 @given(st.text(max_size=60))

@@ -16,7 +16,7 @@ import pytest
 
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
-from fsnotes.protocol.connection import ServerConnection
+from fsnotes.runtime.connection import ServerConnection
 from tests.protocol.protocol_harness import Harness, meta, request, running
 
 pytestmark = pytest.mark.anyio

@@ -4,14 +4,20 @@ Schemas are made self-contained: pydantic's local ``$ref``s into ``$defs`` are i
 client never has to resolve references (the spec tells clients not to dereference network
 ``$ref``s and some still mishandle local ones). Recursive models cannot be inlined and are
 rejected when the tool list is built.
+
+Every field's ``title``, which hosts show as its label, is its wire name in words
+(:func:`field_title`: ``workspaceUri`` is "Workspace URI"), made here for every model, unless
+the field sets its own; pydantic's default capitalises the name whole ("Workspaceuri").
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic.json_schema import GenerateJsonSchema
 
 from fsnotes.protocol.limits import MAX_QUOTED_VALUE_CHARS
 
@@ -20,8 +26,41 @@ JSONObject = dict[str, Any]
 _DEFS_PREFIX = "#/$defs/"
 
 
+# Words a title spells their own way (any other word after the first is in lower case).
+_SPELLED = {"uri": "URI", "url": "URL", "id": "ID", "etag": "ETag", "json": "JSON"}
+# A word of a camelCase or snake_case name: a run of capitals not followed by a lower-case
+# letter (an abbreviation), or an optional capital, then lower-case letters and digits.
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
 class SchemaError(ValueError):
     """A model whose schema cannot be made self-contained (e.g. a recursive model)."""
+
+
+def field_title(name: str) -> str:
+    """A field's wire name in words: ``workspaceUri`` -> "Workspace URI", ``startLine`` ->
+    "Start line", ``etag`` -> "ETag"; the first word capitalised, an abbreviation kept."""
+    words = [
+        _SPELLED.get(word.lower(), word if word.isupper() and len(word) > 1 else word.lower())
+        for word in _WORD.findall(name)
+    ]
+    if not words:
+        return name
+    words[0] = words[0][0].upper() + words[0][1:]
+    return " ".join(words)
+
+
+class _TitledFields(GenerateJsonSchema):
+    # pydantic calls this for each field without a title of its own, with the wire name
+    # (the alias) when the schema is made by alias, as model_schema makes it.
+    def get_title_from_name(self, name: str) -> str:
+        return field_title(name)
+
+    # pydantic leaves a field whose schema is a $ref (a model, an enum) untitled, since a
+    # $ref's siblings were ignored before JSON Schema 2019-09; model_schema inlines every
+    # $ref, and the field's title then replaces the model's.
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return True
 
 
 def model_schema(model: type[BaseModel]) -> JSONObject:
@@ -32,7 +71,7 @@ def model_schema(model: type[BaseModel]) -> JSONObject:
     """
     if not model.model_fields:
         return {"type": "object", "additionalProperties": False}
-    raw = model.model_json_schema(by_alias=True)
+    raw = model.model_json_schema(by_alias=True, schema_generator=_TitledFields)
     defs = raw.pop("$defs", {})
     schema = _inline(raw, defs, ())
     if not isinstance(schema, dict):
