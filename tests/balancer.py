@@ -206,7 +206,13 @@ class Deployment:
     """N instances and the balancer in front of them; see the module docstring."""
 
     def __init__(
-        self, root: Path, notes: Path, dsn: str, count: int = 3, balance: str = BALANCE
+        self,
+        root: Path,
+        notes: Path,
+        dsn: str,
+        count: int = 3,
+        balance: str = BALANCE,
+        config_extra: str = "",
     ) -> None:
         from fsnotes.security.seal import KEYRING_NAME, Keyring
         from fsnotes.security.tokens import TOKENS_FILE
@@ -228,7 +234,8 @@ class Deployment:
             "[state]\n"
             f"database = {json.dumps(dsn)}\n"
             "[http]\n"
-            f"allowed_hosts = [{json.dumps(f'127.0.0.1:{self.lb_port}')}]\n"
+            f"allowed_hosts = [{json.dumps(f'127.0.0.1:{self.lb_port}')}]\n" + config_extra
+            # More of the shared configuration (e.g. [[http.token]] entries).
         )
         self.config.chmod(0o600)  # it holds the database password
         self.instances: dict[str, Instance] = {}
@@ -296,9 +303,14 @@ class Deployment:
 
 @contextlib.contextmanager
 def deployed(
-    root: Path, notes: Path, dsn: str, count: int = 3, balance: str = BALANCE
+    root: Path,
+    notes: Path,
+    dsn: str,
+    count: int = 3,
+    balance: str = BALANCE,
+    config_extra: str = "",
 ) -> Iterator[Deployment]:
-    deployment = Deployment(root, notes, dsn, count, balance)
+    deployment = Deployment(root, notes, dsn, count, balance, config_extra)
     try:
         yield deployment
     finally:

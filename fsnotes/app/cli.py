@@ -150,6 +150,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--principal", metavar="NAME", help="only this principal's rows")
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    audit.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the log's hash chain; exit 1 naming the first row that does not match",
+    )
+    audit.add_argument(
+        "--against",
+        metavar="CHECKPOINT",
+        help="with --verify: a line --checkpoint printed earlier (finds a rewritten or cut log)",
+    )
+    audit.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="print the chain's head as one line, to keep somewhere the database cannot change",
+    )
     audit.add_argument("--state-dir", metavar="DIR", help="as for serve (FSNOTES_STATE_DIR)")
     audit.add_argument("--config", metavar="FILE", help="as for serve (FSNOTES_CONFIG)")
     token = sub.add_parser(
@@ -292,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             return main_error(str(exc))
     if args.command in ("audit", "token"):
-        from fsnotes.app.cli_audit import run_audit
+        from fsnotes.app.cli_audit import run_audit, run_chain
         from fsnotes.app.cli_token import run_token
         from fsnotes.app.config import ConfigError, load
         from fsnotes.app.server import main_error
@@ -302,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 state_dir=args.state_dir, config_file=args.config, require_workspace=False
             )
             if args.command == "audit":
+                if args.verify or args.checkpoint or args.against:
+                    return run_chain(config, verify=args.verify, against=args.against,
+                                     checkpoint=args.checkpoint)  # fmt: skip
                 return run_audit(
                     config, since=args.since, principal=args.principal, as_json=args.json
                 )

@@ -4,7 +4,8 @@ It reads the store the server writes: the state directory's ``audit.sqlite3``, o
 PostgreSQL database of ``[state] database`` / ``FSNOTES_DATABASE``. Rows oldest first;
 ``--since`` takes a duration back from now (``90s``, ``15m``, ``2h``, ``7d``) or an ISO 8601
 date or time (UTC unless it names its offset, as the output does); ``--principal`` keeps
-one principal's rows; ``--json`` prints one JSON object per line.
+one principal's rows; ``--json`` prints one JSON object per line. It only reads: it creates
+no state directory, no SQLite file and no table (a log not written yet is "no audit rows").
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import datetime as dt
 import json
 import re
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from fsnotes.app.config import Config, ConfigError
-from fsnotes.app.server import prepare_state_dir
 from fsnotes.security.shown import shown
-from fsnotes.state.audit import PENDING, AuditUnavailable, Record, open_audit
+from fsnotes.state import audit_chain as chain
+from fsnotes.state.audit import PENDING, AuditLog, AuditUnavailable, Record, open_audit
+from fsnotes.state.audit_chain import parse_checkpoint
 from fsnotes.state.shared import SharedState, StateUnavailable
+
+T = TypeVar("T")
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -44,20 +50,57 @@ def parse_since(text: str, *, now: float) -> float:
     return when.timestamp()
 
 
-def run_audit(config: Config, *, since: str | None, principal: str | None, as_json: bool) -> int:
-    """Print the audit rows; a store that cannot be read is a ConfigError."""
-    start = parse_since(since, now=time.time()) if since is not None else None
-    prepare_state_dir(config)
+def _reading(config: Config, use: Callable[[AuditLog], T]) -> T:
+    """``use`` the log read-only; a store that cannot be read is a ConfigError."""
+    # Read-only: nothing is created (no state directory, no SQLite file, no table).
     try:
-        shared = SharedState.open(config.state_dir, config.database)
+        # A command makes a few statements: a connection each, no pool (whose retries
+        # would log every failed attempt before the one error this command reports).
+        shared = SharedState.open(config.state_dir, config.database, pooled=False)
     except StateUnavailable as exc:
         raise ConfigError(str(exc)) from None
     try:
-        rows = open_audit(shared, clock=time.time).read(since=start, principal=principal)
+        return use(open_audit(shared, clock=time.time, create=False))
     except AuditUnavailable as exc:
         raise ConfigError(f"cannot read the audit log ({shared.where}): {exc}") from None
     finally:
         shared.close()
+
+
+def run_chain(config: Config, *, verify: bool, against: str | None, checkpoint: bool) -> int:
+    """``--verify`` (exit 1 with the first mismatch) and/or ``--checkpoint``."""
+    if against is not None and not verify:
+        raise ConfigError("--against goes with --verify")
+    mark = None
+    if against is not None:
+        try:
+            mark = parse_checkpoint(against)
+        except ValueError as exc:
+            raise ConfigError(f"--against: {exc}") from None
+    status = 0
+    if verify:
+        verdict = _reading(config, lambda log: chain.verify(log.chain_rows(), log.head(), mark))
+        if verdict.problem is not None:
+            print(f"audit chain BROKEN: {verdict.problem}")
+            status = 1
+        else:
+            older = f", {verdict.unchained} older row(s) not covered" if verdict.unchained else ""
+            pinned = f", checkpoint at position {mark.position} matches" if mark else ""
+            print(
+                f"audit chain intact: {verdict.rows} row(s), {verdict.positions} chain "
+                f"position(s){older}{pinned}"
+            )
+    if checkpoint:
+        # The head as it is now, even after a failed check: it is what a later --verify
+        # --against compares with (keep it where the database's writers cannot change it).
+        print(chain.checkpoint(_reading(config, lambda log: log.head())))
+    return status
+
+
+def run_audit(config: Config, *, since: str | None, principal: str | None, as_json: bool) -> int:
+    """Print the audit rows; a store that cannot be read is a ConfigError."""
+    start = parse_since(since, now=time.time()) if since is not None else None
+    rows = _reading(config, lambda log: log.read(since=start, principal=principal))
     if as_json:
         for row in rows:
             print(json.dumps(row.as_json(), ensure_ascii=False, sort_keys=True))

@@ -67,13 +67,20 @@ def run_token(config: Config, action: str, *, principal: str | None, token_id: s
             e
             for e in config.config_tokens
             if (principal is None or e.principal == principal)
-            and (token_id is None or e.id == token_id)
+            and (token_id is None or e.digest.hex().startswith(token_id))
         ]
         if kept:
             # The configuration file is the person's to edit; fsnotes never rewrites it.
             print(
                 f"fsnotes: {len(kept)} matching token(s) are [[http.token]] entries of "
                 f"{config.config_file} ({', '.join(e.id for e in kept)}): remove them there",
+                file=sys.stderr,
+            )
+        if removed or kept:
+            # Both files are checked at every request (fsnotes/security/tokens.py).
+            print(
+                "fsnotes: running servers refuse a removed token at their next request; "
+                "no restart is needed",
                 file=sys.stderr,
             )
         return 0 if removed else 1

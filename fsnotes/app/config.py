@@ -51,6 +51,7 @@ the config file can declare more workspaces, principals and grants::
     jwks_uri = "https://id.example.com/realms/notes/certs"  # default: the issuer's metadata
     scopes_supported = ["notes:read", "notes:write", "notes:delete"]
     principal_claim = "sub"
+    jwks_max_age = 600                # s: a key removed at the issuer stops verifying within it
 
 Setup keys also come from ``--setup-allow``/``FSNOTES_SETUP_ALLOW`` (os.pathsep-separated),
 ``--setup-port``/``FSNOTES_SETUP_PORT`` (the flag also keeps the page up from start-up),

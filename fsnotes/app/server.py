@@ -33,6 +33,7 @@ import fsnotes as fsnotes_pkg
 import sandbox
 from fsnotes import __version__
 from fsnotes.app.config import Config, ConfigError
+from fsnotes.app.config_tokens import ConfigTokens
 from fsnotes.app.principals import ungranted, ungranted_advice
 from fsnotes.notes.history import History
 from fsnotes.notes.index.indexer import Catalogs
@@ -45,7 +46,7 @@ from fsnotes.notes.tools.service import NotesService
 from fsnotes.protocol.registry import App
 from fsnotes.security.grants import Access, Grants
 from fsnotes.security.seal import Keyring, Sealer
-from fsnotes.security.tokens import BearerTokens
+from fsnotes.security.tokens import BearerTokens, TokenEntry
 from fsnotes.setup import code as setup_code
 from fsnotes.state import statedir
 from fsnotes.state.audit import Auditor, AuditUnavailable, default_instance, open_audit
@@ -177,7 +178,13 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         except AuditUnavailable as exc:
             raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
         history = open_history(config, clock, shared)
-        sealer = Sealer(keyring, reload=lambda: Keyring.load_or_create(config.state_dir))
+        # Follows seal-keys.json while serving: a rotated key seals at the next question, a
+        # retired one stops verifying (fsnotes/security/seal.py).
+        sealer = Sealer(
+            keyring,
+            reload=lambda: Keyring.load(config.state_dir),
+            version=lambda: Keyring.version(config.state_dir),
+        )
         try:
             setup = build_setup(
                 policy=config.setup,
@@ -324,7 +331,13 @@ def http_authenticator(config: Config) -> BearerTokens | Chained:
     ``[http.oauth]`` is configured (:mod:`fsnotes.security.oauth`). Raises ConfigError when
     nothing would be accepted, the tokens file is unusable, or OAuth needs its extra."""
     settings = config.http
-    configured = settings.tokens if settings is not None else ()
+    configured: Sequence[TokenEntry] | ConfigTokens = settings.tokens if settings else ()
+    if settings is not None and config.config_file is not None:
+        # Asked at every request: a token removed from the configuration is refused at the
+        # next one, without a restart (fsnotes/app/config_tokens.py).
+        configured = ConfigTokens(config.config_file)
+        if configured.problem is not None:
+            raise ConfigError(configured.problem)
     tokens = BearerTokens(configured, config.state_dir)
     if tokens.problem is not None:
         raise ConfigError(tokens.problem)
@@ -359,6 +372,21 @@ def _oauth_jail_needs(authenticator: BearerTokens | Chained) -> tuple[list[str],
     return paths, authenticator.oauth.tcp_ports()
 
 
+def _config_dir(config: Config) -> list[str]:
+    """The configuration file's directory, read-only, for an HTTP server: it reads the file's
+    ``[[http.token]]`` entries again while serving, and a save by rename makes a new inode,
+    which a rule on the file itself would not cover (fsnotes/app/config_tokens.py)."""
+    if config.http is None or config.config_file is None:
+        return []
+    folder = os.path.dirname(config.config_file)
+    if folder == "/":
+        raise ConfigError(
+            f"--http reads {config.config_file} again while serving, so its folder must be "
+            "readable in the jail: keep the configuration in a folder of its own, not in /"
+        )
+    return [folder]
+
+
 def jail(
     server: Server,
     *,
@@ -389,6 +417,7 @@ def jail(
             *(fd for fd in parent_fds if fd not in writable_parents),
             # What libpq reads on a later connection (the pool reconnects after the jail).
             *server.shared.read_paths(),
+            *_config_dir(server.config),
         ],
         allow_bind_tcp=[setup.port] if setup.enabled else [],
         # The shared database's port, when it is reached over TCP.

@@ -29,8 +29,12 @@ The JWKS comes over HTTPS (plain HTTP only from a loopback address), from ``jwks
 whose ``kid`` is not in the cache makes one fetch again (so a key the issuer rotated in is
 found), at most once every :data:`JWKS_MIN_REFETCH_S` (so tokens with made-up ``kid`` values
 cannot make us hammer the issuer), and the cache is refreshed when older than
-:data:`JWKS_MAX_AGE_S` (so a key the issuer removed stops working). A fetch that fails keeps
-the keys fetched before.
+``[http.oauth] jwks_max_age`` (default 600 s, see
+:data:`~fsnotes.security.oauth_settings.DEFAULT_JWKS_MAX_AGE_S`): so a key the issuer removed
+stops verifying within that time, at the first token after it, with no restart. A fetch that
+fails keeps the keys fetched before (an issuer that cannot be reached then prolongs a
+removed key's life until it can). An access token itself cannot be revoked here: it is
+valid until its ``exp``, which the issuer keeps short.
 """
 
 from __future__ import annotations
@@ -79,8 +83,6 @@ ALLOWED_ALGORITHMS = (
 CLOCK_LEEWAY_S = 60
 # A token whose kid is unknown fetches the JWKS again, but not more often than this.
 JWKS_MIN_REFETCH_S = 5.0
-# Cached keys are fetched again when older than this, so a removed key stops working.
-JWKS_MAX_AGE_S = 3600.0
 # Fetching the JWKS or the issuer's metadata gives up after this long (a request waits on it).
 FETCH_TIMEOUT_S = 10.0
 # A JWKS holds a few keys of a few hundred bytes; metadata documents are a few KiB.
@@ -198,7 +200,8 @@ class OAuthTokens:
         return self._keys.get(kid) if isinstance(kid, str) else None
 
     def _lookup(self, kid: Any) -> jwt.PyJWK | None:
-        stale = self._fetched_at is None or self._clock() - self._fetched_at > JWKS_MAX_AGE_S
+        age = None if self._fetched_at is None else self._clock() - self._fetched_at
+        stale = age is None or age > self.settings.jwks_max_age_s
         key = None if stale else self._key_for(kid)
         if key is None:
             try:

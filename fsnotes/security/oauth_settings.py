@@ -48,6 +48,16 @@ def _port_of(parts: urllib.parse.SplitResult) -> int:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
+# The cached JWKS is fetched again when older than this (seconds): a key the issuer removed
+# stops verifying within it. Ten minutes, as the `jose` library's remote key sets; an
+# operator who rotates out a leaked key can lower it ([http.oauth] jwks_max_age).
+DEFAULT_JWKS_MAX_AGE_S = 600.0
+# Not below the refetch floor (a fetch at most every 5 s whatever the tokens say), not above
+# a day (a removed key must stop working some day without a restart).
+MIN_JWKS_MAX_AGE_S = 5.0
+MAX_JWKS_MAX_AGE_S = 86400.0
+
+
 @dataclass(frozen=True)
 class OAuthSettings:
     """The ``[http.oauth]`` table."""
@@ -57,6 +67,9 @@ class OAuthSettings:
     jwks_uri: str | None = None  # default: the issuer's metadata's
     scopes_supported: tuple[str, ...] = tuple(SCOPE_ACCESS)
     principal_claim: str = "sub"
+    # How old the cached JWKS may get before a token makes it fetched again: the longest a
+    # key removed at the issuer (a leaked signing key) keeps verifying here.
+    jwks_max_age_s: float = DEFAULT_JWKS_MAX_AGE_S
 
     def check(self) -> None:
         """Refuse URLs that cannot be used, and scopes that map to no access level."""
@@ -73,6 +86,11 @@ class OAuthSettings:
             )
         if not self.principal_claim:
             raise OAuthConfigError("[http.oauth] principal_claim must be a claim's name")
+        if not MIN_JWKS_MAX_AGE_S <= self.jwks_max_age_s <= MAX_JWKS_MAX_AGE_S:
+            raise OAuthConfigError(
+                f"[http.oauth] jwks_max_age is seconds from {MIN_JWKS_MAX_AGE_S:g} to "
+                f"{MAX_JWKS_MAX_AGE_S:g}"
+            )
 
     @property
     def metadata_paths(self) -> tuple[str, str]:
@@ -105,7 +123,14 @@ class OAuthSettings:
         return sorted({_port_of(urllib.parse.urlsplit(u)) for u in urls})
 
 
-OAUTH_KEYS = {"issuer", "audience", "jwks_uri", "scopes_supported", "principal_claim"}
+OAUTH_KEYS = {
+    "issuer",
+    "audience",
+    "jwks_uri",
+    "scopes_supported",
+    "principal_claim",
+    "jwks_max_age",
+}
 
 
 def oauth_settings_from(table: Any) -> OAuthSettings | None:
@@ -128,12 +153,16 @@ def oauth_settings_from(table: Any) -> OAuthSettings | None:
     scopes = table.get("scopes_supported", list(SCOPE_ACCESS))
     if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
         raise OAuthConfigError("[http.oauth] scopes_supported must be a list of strings")
+    max_age = table.get("jwks_max_age", DEFAULT_JWKS_MAX_AGE_S)
+    if isinstance(max_age, bool) or not isinstance(max_age, int | float):
+        raise OAuthConfigError("[http.oauth] jwks_max_age must be a number of seconds")
     settings = OAuthSettings(
         issuer=table["issuer"].strip(),
         audience=table["audience"].strip(),
         jwks_uri=jwks_uri.strip() if jwks_uri else None,
         scopes_supported=tuple(scopes),
         principal_claim=claim,
+        jwks_max_age_s=float(max_age),
     )
     settings.check()
     return settings

@@ -9,6 +9,15 @@ HMAC-SHA256 under the key named by ``kid``, over ``v1.<kid>.<payload>``.
 Keys live in ``<state dir>/seal-keys.json`` (mode 0600, created on first start). Every key in
 the file verifies; the ``active`` one seals. Processes sharing a state directory therefore
 verify each other's state, and a key can be rotated without breaking questions in flight.
+
+A running server follows the file (:class:`Sealer` with ``version``): before every seal and
+every open it compares the file's identity (one ``lstat``: device, inode, size, change time,
+about a microsecond, against a seal's HMAC and JSON of some tens), and reads the file again
+when it changed. So after ``fsnotes rotate-key`` and the new file given to an instance
+(copied in place or renamed there), its next question is sealed with the new key, and a key
+dropped from the file (retired) stops verifying at once; no restart, no signal. A file
+that cannot be read meanwhile (a copy half done, a mode too loose) keeps the keys read
+before, and is tried again at the next seal or open.
 The file is read and written through :mod:`fsnotes.state.statedir` (never through a link,
 never a FIFO, a new version given its name atomically).
 
@@ -24,6 +33,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from fsnotes.state import statedir
+
+_log = logging.getLogger("fsnotes.security")
 
 STATE_FORMAT = "v1"
 KEY_BYTES = 32  # 256-bit HMAC keys: the SHA-256 block-size recommendation of RFC 2104.
@@ -97,6 +109,17 @@ class Keyring:
         return statedir.write_temp(state_dir, KEYRING_NAME, self._dump().encode("utf-8"))
 
     @classmethod
+    def load(cls, state_dir: Path) -> Keyring:
+        """Read the keyring, never creating one (a running server re-reading its file):
+        FileNotFoundError, ValueError or OSError when it cannot be used."""
+        return cls._read(state_dir / KEYRING_NAME)
+
+    @staticmethod
+    def version(state_dir: Path) -> object:
+        """What tells one content of the keyring file from the next (see the module)."""
+        return statedir.version_of(state_dir / KEYRING_NAME)
+
+    @classmethod
     def _read(cls, path: Path) -> Keyring:
         """The keyring at ``path``: FileNotFoundError when there is none, ValueError when it
         cannot be used (a link, a FIFO, readable by others, malformed), OSError otherwise."""
@@ -145,13 +168,48 @@ class Sealer:
     ``reload`` (optional) re-reads the keyring: when a state names a key id this process
     does not hold (another process sharing the state directory rotated the key after this
     one started), the keyring is reloaded once and the new active key seals from then on.
+    ``version`` (optional, with ``reload``) tells whether the file changed: asked before
+    every seal and open, the keyring is reloaded when its answer changed (see the module).
     """
 
-    def __init__(self, keyring: Keyring, reload: Callable[[], Keyring] | None = None) -> None:
+    def __init__(
+        self,
+        keyring: Keyring,
+        reload: Callable[[], Keyring] | None = None,
+        version: Callable[[], object] | None = None,
+    ) -> None:
         self._ring = keyring
         self._reload = reload
+        self._version = version
+        self._seen = version() if version is not None else None
+        self._failed: object = None
+
+    @property
+    def active(self) -> str:
+        """The key id that seals now (the file checked first)."""
+        self._follow()
+        return self._ring.active
+
+    def _follow(self) -> None:
+        """Reload the keyring if its file changed since it was read (a rotation, a retired
+        key); on a read error keep the keys we have and try again next time."""
+        if self._version is None or self._reload is None:
+            return
+        seen = self._version()
+        if seen == self._seen:
+            return
+        try:
+            self._ring = self._reload()
+        except (OSError, ValueError) as exc:
+            if seen != self._failed:  # once per content of the file, not per request
+                _log.warning("cannot use the new %s (%s); sealing with the keys read before",
+                             KEYRING_NAME, exc)  # fmt: skip
+                self._failed = seen
+            return
+        self._seen = seen
 
     def seal(self, payload: Mapping[str, Any]) -> str:
+        self._follow()
         kid = self._ring.active
         body = _b64e(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
         signed = f"{STATE_FORMAT}.{kid}.{body}"
@@ -169,6 +227,7 @@ class Sealer:
         if len(parts) != 4 or parts[0] != STATE_FORMAT:
             raise StateInvalid("unknown format")
         _, kid, body, mac_text = parts
+        self._follow()
         key = self._ring.keys.get(kid)
         if key is None and self._reload is not None:
             # On a read error keep the keyring we have: the state is simply not verifiable.

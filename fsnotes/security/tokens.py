@@ -8,9 +8,11 @@ digests, in two places:
 - the TOML configuration, ``[[http.token]]`` with ``principal`` and ``sha256`` (for operators
   who manage configuration files);
 - ``<state dir>/http-tokens.json`` (0600, through :mod:`fsnotes.state.statedir`), where
-  ``fsnotes token add --principal NAME`` puts the digest of the token it prints once. A running
-  server sees an added or revoked token at its next request (the file's identity is checked
-  each time; it is read again only when it changed).
+  ``fsnotes token add --principal NAME`` puts the digest of the token it prints once.
+
+A running server sees a token added to or removed from either at its next request: each
+file's identity is checked at every request, and the file read again only when it changed
+(the configuration's side is :mod:`fsnotes.app.config_tokens`). No restart revokes a token.
 
 Why a plain SHA-256 is enough: a token is 32 random bytes from :mod:`secrets` (256 bits). Slow,
 salted password hashes exist because passwords are guessable; a 256-bit random value is not,
@@ -35,7 +37,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -235,6 +237,10 @@ def revoke_tokens(
     return len(entries) - len(kept)
 
 
+def _fixed(entries: tuple[TokenEntry, ...]) -> Callable[[], tuple[TokenEntry, ...]]:
+    return lambda: entries
+
+
 def bearer_token(authorization: str | None, *, max_chars: int = MAX_TOKEN_CHARS) -> str | None:
     """The token of an ``Authorization: Bearer`` value, or ``None`` if it is not one (or is
     longer than ``max_chars``)."""
@@ -247,13 +253,20 @@ def bearer_token(authorization: str | None, *, max_chars: int = MAX_TOKEN_CHARS)
 class BearerTokens:
     """The :class:`Authenticator` of configured tokens and the state directory's tokens file.
 
-    ``configured``: the TOML file's entries (fixed for the process). ``state_dir``: where the
-    tokens file is, or ``None`` for configured tokens only. A tokens file that becomes unusable
-    while serving (damaged by hand) keeps the last good entries, with one warning per change.
+    ``configured``: the TOML file's entries, fixed, or a function giving them as of now (a
+    :class:`~fsnotes.app.config_tokens.ConfigTokens`, asked at every request). ``state_dir``:
+    where the tokens file is, or ``None`` for configured tokens only. A tokens file that
+    becomes unusable while serving (damaged by hand) keeps the last good entries, with one
+    warning per change: only ``fsnotes token`` writes it, under a lock and by rename, so a
+    damaged one is not an edit that meant to revoke.
     """
 
-    def __init__(self, configured: Sequence[TokenEntry], state_dir: Path | None) -> None:
-        self._configured = tuple(configured)
+    def __init__(
+        self,
+        configured: Sequence[TokenEntry] | Callable[[], Sequence[TokenEntry]],
+        state_dir: Path | None,
+    ) -> None:
+        self._configured = configured if callable(configured) else _fixed(tuple(configured))
         self._state_dir = state_dir
         self._file_version: tuple[int, int, int, int] | None = None
         self._from_file: tuple[TokenEntry, ...] = ()
@@ -283,7 +296,7 @@ class BearerTokens:
     def entries(self) -> tuple[TokenEntry, ...]:
         """Every accepted token's entry, as of now (the tokens file checked first)."""
         self._refresh()
-        return self._configured + self._from_file
+        return tuple(self._configured()) + self._from_file
 
     def principals(self) -> list[str]:
         """The principals some token acts for (for start-up lines and ``fsnotes doctor``)."""

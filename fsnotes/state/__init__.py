@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 from fsnotes._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from fsnotes.state import history_store, statedir
+    from fsnotes.state import audit_chain, history_store, statedir
     from fsnotes.state.audit import (
         PENDING,
+        AuditLog,
         Auditor,
         AuditUnavailable,
         Entry,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         default_instance,
         open_audit,
     )
+    from fsnotes.state.audit_chain import parse_checkpoint
     from fsnotes.state.database import SQL, ChangeFeed, Database
     from fsnotes.state.history_store import (
         DEFAULT_MAX_AGE_S,
@@ -57,6 +59,7 @@ __all__ = [
     "PENDING",
     "SQL",
     "AlreadyUsed",
+    "AuditLog",
     "AuditUnavailable",
     "Auditor",
     "ChangeFeed",
@@ -76,10 +79,12 @@ __all__ = [
     "StoreFull",
     "Ticket",
     "Version",
+    "audit_chain",
     "default_instance",
     "history_store",
     "open_audit",
     "open_replay",
+    "parse_checkpoint",
     "statedir",
 ]
 
@@ -87,6 +92,7 @@ __all__ = [
 # is that module).
 _HOME = {
     "AlreadyUsed": "replay",
+    "AuditLog": "audit",
     "AuditUnavailable": "audit",
     "Auditor": "audit",
     "ChangeFeed": "database",
@@ -111,10 +117,12 @@ _HOME = {
     "StoreFull": "replay",
     "Ticket": "audit",
     "Version": "history_store",
+    "audit_chain": "audit_chain",
     "default_instance": "audit",
     "history_store": "history_store",
     "open_audit": "audit",
     "open_replay": "replay",
+    "parse_checkpoint": "audit_chain",
     "statedir": "statedir",
 }
 

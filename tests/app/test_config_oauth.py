@@ -28,6 +28,7 @@ def test_an_oauth_table_is_read_with_its_defaults(tmp_path: Path) -> None:
     oauth = _load(tmp_path, 'issuer = "https://id.example.com"\n'
                             'audience = "https://notes.example.com/mcp"')  # fmt: skip
     assert oauth.principal_claim == "sub"
+    assert oauth.jwks_max_age_s == 600
     assert oauth.metadata_url == (
         "https://notes.example.com/.well-known/oauth-protected-resource/mcp"
     )
@@ -45,6 +46,10 @@ def test_an_oauth_table_is_read_with_its_defaults(tmp_path: Path) -> None:
         ('issuer = "https://id.example.com"\naudience = "https://n.example/mcp"\n'
          'jwks = "x"', "unknown keys"),
         ('issuer = "https://id.example.com"\naudience = "https://n.example/mcp?x=1"', "query"),
+        ('issuer = "https://id.example.com"\naudience = "https://n.example/mcp"\n'
+         'jwks_max_age = 1', "jwks_max_age is seconds from 5 to 86400"),
+        ('issuer = "https://id.example.com"\naudience = "https://n.example/mcp"\n'
+         'jwks_max_age = "10m"', "jwks_max_age must be a number"),
     ],
 )  # fmt: skip
 def test_a_bad_oauth_table_is_refused_with_the_reason(

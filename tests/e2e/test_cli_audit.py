@@ -95,3 +95,39 @@ def test_audit_refuses_a_since_it_cannot_read_and_names_no_password(
         out = audit_cli(tmp_path / "state", wrong)
         assert out.returncode == 2 and "cannot read the audit log" in out.stderr, out.stderr
         assert PASSWORD not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_audit_is_read_only_it_creates_no_directory_file_or_table(
+    tmp_path: Path, backend_dsn: str | None
+) -> None:
+    """A read-only command creates nothing: no default state directory when the log is in
+    PostgreSQL, no state directory or audit file when the one named does not exist, and no
+    table in a database that has none yet (there are no rows to show)."""
+    xdg = tmp_path / "xdg"  # where the default state directory would be made
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FSNOTES_")}
+    env["XDG_STATE_HOME"] = str(xdg)
+    argv = [sys.executable, "-m", "fsnotes", "audit"]
+    if backend_dsn is not None:
+        env["FSNOTES_DATABASE"] = backend_dsn
+    else:
+        argv += ["--state-dir", str(tmp_path / "never-made")]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "no audit rows"
+    assert not xdg.exists() and not (tmp_path / "never-made").exists()
+    if backend_dsn is not None:
+        import psycopg
+
+        with psycopg.connect(backend_dsn) as conn:
+            found = conn.execute("SELECT to_regclass('fsnotes.audit')").fetchone()
+        assert found == (None,), "a read created the audit table"
+        # With rows there, they are read, and still no directory is made.
+        shared = SharedState.open(tmp_path / "writer-state", backend_dsn)
+        try:
+            seed(shared, time.time())
+        finally:
+            shared.close()
+        out = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60, env=env)
+        assert out.returncode == 0, out.stderr
+        assert len(out.stdout.splitlines()) == 4
+        assert not xdg.exists()

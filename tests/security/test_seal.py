@@ -111,3 +111,25 @@ def test_a_key_rotated_by_another_process_is_picked_up(tmp_path: Path) -> None:
     # without reload the same state is an unknown key
     with pytest.raises(StateUnknownKey):
         Sealer(Keyring(active="k", keys={"k": b"k" * 32})).open(state, now=0)
+
+
+def test_a_sealer_following_its_file_seals_with_a_rotated_key_and_drops_a_retired_one(
+    tmp_path: Path,
+) -> None:
+    ring = Keyring.load_or_create(tmp_path)
+    sealer = Sealer(
+        ring, reload=lambda: Keyring.load(tmp_path), version=lambda: Keyring.version(tmp_path)
+    )
+    old_state = sealer.seal({"exp": 2e9})
+    new = ring.rotated()
+    new.save(tmp_path)
+    assert sealer.active == new.active and sealer.seal({"exp": 2e9}).split(".")[1] == new.active
+    assert sealer.open(old_state, now=1e9) == {"exp": 2e9}  # older keys still verify
+    # A copy that cannot be used (readable by others) keeps the keys read before...
+    Keyring(active=new.active, keys={new.active: new.keys[new.active]}).save(tmp_path)
+    os.chmod(tmp_path / KEYRING_NAME, 0o644)
+    assert sealer.open(old_state, now=1e9) == {"exp": 2e9}
+    # ...and once private, the retired key verifies nothing more.
+    os.chmod(tmp_path / KEYRING_NAME, 0o600)
+    with pytest.raises(StateUnknownKey):
+        sealer.open(old_state, now=1e9)

@@ -201,10 +201,13 @@ def test_token_list_shows_the_configurations_tokens_too_and_revoke_says_where_th
     assert [r[0] for r in rows] == [digest_of(stored).hex()[:12], in_config[:12]]
     assert rows[0][1] == "ada" and rows[0][-1] == "http-tokens.json"
     assert rows[1][1] == "bob" and rows[1][-1] == str(config)
+    # An id prefix of 8 digits names it too, as it does in the tokens file.
     refused = _token_cli(
-        "revoke", "--id", in_config[:12], "--state-dir", str(state), "--config", str(config)
+        "revoke", "--id", in_config[:8], "--state-dir", str(state), "--config", str(config)
     )
     assert refused.returncode == 1
     assert "[[http.token]]" in refused.stderr and str(config) in refused.stderr
+    # Removing it there is enough: no restart (tests/e2e/test_live_config_wire.py).
+    assert "at their next request; no restart is needed" in refused.stderr
     assert in_config in config.read_text()  # nothing changed
     assert len(_token_cli("list", "--state-dir", str(state)).stdout.splitlines()) == 2

@@ -337,3 +337,38 @@ def test_oauth_alone_starts_and_a_static_token_added_while_serving_counts(
             assert client.post(client.request("tools/list")).status_code == 200
         finally:
             client.close()
+
+
+def test_a_key_removed_at_the_issuer_stops_verifying_within_the_jwks_max_age(
+    tmp_path: Path, provider: OidcProvider
+) -> None:
+    """No token with a new kid has to arrive: once the cached keys are older than
+    ``[http.oauth] jwks_max_age``, the next token makes one fetch, and a key the issuer
+    removed (a leaked signing key) no longer verifies anything."""
+    max_age = JWKS_MIN_REFETCH_S + 1
+    notes, state = tmp_path / "notes", tmp_path / "state"
+    notes.mkdir()
+    config = tmp_path / "fsnotes.toml"
+    config.write_text(
+        f'[http.oauth]\nissuer = "{provider.issuer}"\naudience = "{ALONE_AUDIENCE}"\n'
+        f"jwks_max_age = {max_age}\n"
+    )
+    argv = ["-m", "fsnotes", "serve", "--config", str(config), "--workspace", str(notes),
+            "--principal", "ada", "--state-dir", str(state), "--http", "127.0.0.1:0"]  # fmt: skip
+    with HttpServer([sys.executable, *argv]) as server:
+        leaked = provider.token("ada", ALL, ALONE_AUDIENCE)
+        client = Raw(server, leaked)
+        try:
+            assert client.post(client.request("tools/list")).status_code == 200
+            provider.rotate([SigningKey()])  # the leaked key is gone from the JWKS
+            before = provider.requests("GET", "/jwks")
+            # Still within the max age: the cached key verifies (no fetch per token).
+            assert client.post(client.request("tools/list")).status_code == 200
+            assert provider.requests("GET", "/jwks") == before
+            time.sleep(max_age + 0.5)
+            assert client.post(client.request("tools/list")).status_code == 401
+            assert provider.requests("GET", "/jwks") == before + 1
+            client.token = provider.token("ada", ALL, ALONE_AUDIENCE)  # the new key's
+            assert client.post(client.request("tools/list")).status_code == 200
+        finally:
+            client.close()
