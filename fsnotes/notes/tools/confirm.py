@@ -29,8 +29,9 @@ from fsnotes.notes.history import HistoryUnavailable
 from fsnotes.notes.index.catalog import CatalogUnavailable
 from fsnotes.notes.store import Note, NoteError, display, iso_time
 from fsnotes.notes.tools.errors import ServiceError, explain
+from fsnotes.notes.tools.located import Located
 from fsnotes.notes.tools.models import DeleteResult
-from fsnotes.notes.tools.service import Located, Notes
+from fsnotes.notes.tools.service import Notes
 from fsnotes.protocol.registry import ElicitForm, InputRequired
 from fsnotes.security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
 from fsnotes.security.grants import Access, NotGranted, Workspace

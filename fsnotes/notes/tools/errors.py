@@ -4,12 +4,18 @@ paths."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterator, Sequence
 
+from fsnotes.notes.index.catalog import CatalogUnavailable
+from fsnotes.notes.index.connections import IndexProblem
 from fsnotes.notes.store import NoteError, display
 from fsnotes.security.grants import NotGranted
 from sandbox import errors as sx
+
+log = logging.getLogger("fsnotes.notes")
 
 Components = tuple[str, ...]
 
@@ -88,3 +94,23 @@ def _refused_on(
         if parts[: len(culprit)] == culprit:
             return parts, culprit if len(culprit) < len(parts) else None
     return first, None
+
+
+@contextlib.contextmanager
+def index_unavailable() -> Iterator[None]:
+    """Turns the index's "cannot answer now" into a ServiceError the model can act on
+    (retry shortly, or ask the person running fsnotes); nothing was changed."""
+    try:
+        yield
+    except CatalogUnavailable as exc:
+        raise ServiceError(str(exc)) from None
+    except IndexProblem:
+        raise ServiceError(
+            "The search index cannot be opened right now; try again in a moment."
+        ) from None
+    except OSError as exc:
+        log.warning("cannot open the search index: %s", exc)
+        raise ServiceError(
+            "The search index cannot be opened (the state directory is not usable); "
+            "ask the person running fsnotes to check its log."
+        ) from None

@@ -10,7 +10,7 @@ from fsnotes.notes.index import linkgraph
 from fsnotes.notes.index.catalog import Catalog
 from fsnotes.notes.store import display
 from fsnotes.notes.text import links as rules
-from fsnotes.notes.tools.errors import ServiceError
+from fsnotes.notes.tools.errors import ServiceError, index_unavailable
 from fsnotes.notes.tools.models_links import (
     Backlink,
     LinkStatus,
@@ -19,7 +19,7 @@ from fsnotes.notes.tools.models_links import (
     OutgoingLink,
     TagOut,
 )
-from fsnotes.notes.tools.service import Notes, _unavailable, index_info
+from fsnotes.notes.tools.service import Notes, index_info
 from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.security.grants import Access
 from sandbox import uri as lexical
@@ -39,7 +39,7 @@ def notes_links(notes: Notes, uri: str) -> NotesLinksResult:
     note = notes.read_located(loc)
     extensions = loc.store.extensions
     catalog = notes.catalog(loc, fresh=True)
-    with _unavailable():
+    with index_unavailable():
         catalog.refresh(loc.parts)  # this note as read now, whatever the index had
         status = catalog.status()
         out, out_total = linkgraph.outgoing(catalog, loc.parts, note.meta.refs, extensions)
@@ -90,7 +90,7 @@ def notes_tags(
     catalog = notes.workspace_catalog(workspace_uri)
     after = _decode_tag_cursor(cursor) if cursor is not None else None
     size = min(limit or linkgraph.DEFAULT_TAGS_LIMIT, linkgraph.MAX_TAGS_LIMIT)
-    with _unavailable():
+    with index_unavailable():
         status = catalog.status()
         page, more, total = linkgraph.tags(catalog, prefix or "", after, size)
     return NotesTagsResult(

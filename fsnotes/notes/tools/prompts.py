@@ -27,8 +27,9 @@ from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import daily
 from fsnotes.notes.text.daily import DailySettings
 from fsnotes.notes.tools.errors import ServiceError, explain
+from fsnotes.notes.tools.located import Located
 from fsnotes.notes.tools.resources import mime_for
-from fsnotes.notes.tools.service import Located, Notes, NotesService
+from fsnotes.notes.tools.service import Notes, NotesService
 from fsnotes.protocol.registry import (
     InputRequired,
     InternalError,

@@ -42,22 +42,37 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from fsnotes.notes.index.catalog import CatalogUnavailable, WriteBatch
+from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable, WriteBatch
 from fsnotes.notes.index.linkgraph import candidates, linking
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import links as rules
+from fsnotes.notes.text.edits import Edit
 from fsnotes.notes.text.markdown import split_frontmatter
-from fsnotes.notes.tools.errors import ServiceError, explain
-from fsnotes.notes.tools.models import LinkRewrite, LinkSkip
+from fsnotes.notes.tools.errors import ServiceError, explain, index_unavailable
+from fsnotes.notes.tools.located import Located
+from fsnotes.notes.tools.models import LinkRewrite, LinkSkip, WriteResult
 from fsnotes.notes.workers import borrowed_pool
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.uri import Components
 
-if TYPE_CHECKING:
-    from fsnotes.notes.tools.service import Located, Notes
+
+class Mover(Protocol):
+    """What a move's rewrites need of one request's view of the notes (``Notes`` in
+    service.py, which calls this module: the view is passed in, never imported)."""
+
+    def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog: ...
+
+    def update_located(
+        self,
+        loc: Located,
+        content: str | None,
+        edits: Sequence[Edit | tuple[str, str]] | None,
+        etag: str | None,
+    ) -> WriteResult: ...
+
 
 log = logging.getLogger("fsnotes.notes")
 
@@ -103,16 +118,14 @@ def _intended(plan: MovePlan, target: rules.LinkTarget) -> Components | None:
     return plan.dst if before == plan.src else before
 
 
-def plan_move(notes: Notes, loc: Located, dst: Located) -> MovePlan:
+def plan_move(notes: Mover, loc: Located, dst: Located) -> MovePlan:
     """The notes a move of ``loc`` to ``dst`` must rewrite. Raises ServiceError (nothing
     changed) when the index cannot tell yet, or when there are too many."""
-    from fsnotes.notes.tools.service import _unavailable
-
     catalog = notes.catalog(loc, fresh=True)
     extensions = loc.store.extensions
     src, to = loc.parts, dst.parts
     leaves = frozenset({_leaf(src), _leaf(to)})
-    with _unavailable():
+    with index_unavailable():
         status = catalog.status()
         if not status.complete:
             raise ServiceError(
@@ -226,7 +239,7 @@ def _path_to_note(
 
 
 def apply_move(
-    notes: Notes, loc: Located, dst: Located, plan: MovePlan
+    notes: Mover, loc: Located, dst: Located, plan: MovePlan
 ) -> tuple[list[LinkRewrite], list[LinkSkip]]:
     """Rewrite, after the move, every note ``plan`` names and the moved note itself (a few
     at a time, their index writes batched), and say what was done and what was not."""
@@ -280,10 +293,8 @@ def _in_pool(
 
 
 def _rewrite_one(
-    notes: Notes, loc: Located, plan: MovePlan, parts: Components
+    notes: Mover, loc: Located, plan: MovePlan, parts: Components
 ) -> tuple[LinkRewrite | None, list[LinkSkip]]:
-    from fsnotes.notes.tools.service import Located
-
     uri = lexical.to_file_uri(loc.workspace.components + parts)
     try:
         note = loc.store.read(parts)

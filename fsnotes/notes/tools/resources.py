@@ -23,7 +23,8 @@ from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.index.schema import Row
 from fsnotes.notes.store import display, iso_time
 from fsnotes.notes.tools.errors import ServiceError
-from fsnotes.notes.tools.service import Located, Notes, NotesService
+from fsnotes.notes.tools.located import Located
+from fsnotes.notes.tools.service import Notes, NotesService
 from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.protocol.registry import (
     InputRequired,

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.tools.errors import ServiceError, explain
+from fsnotes.notes.tools.located import Located
 from fsnotes.notes.tools.models import (
     DEFAULT_HISTORY_LIMIT,
     MAX_HISTORY_LIMIT,
@@ -30,7 +31,7 @@ from fsnotes.notes.tools.models import (
     NotesHistoryResult,
     NotesRestoreResult,
 )
-from fsnotes.notes.tools.service import Located, Notes
+from fsnotes.notes.tools.service import Notes
 from fsnotes.security.grants import Access
 from fsnotes.state.history_store import HistoryStore, HistoryUnavailable, Version
 from sandbox import errors as sx

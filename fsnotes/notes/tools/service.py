@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsnotes.notes.history import History, HistoryUnavailable, Keep, current_etag
-from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable, IndexStatus
-from fsnotes.notes.index.connections import IndexProblem
+from fsnotes.notes.index.catalog import Catalog, IndexStatus
 from fsnotes.notes.index.indexer import Catalogs
 from fsnotes.notes.index.schema import Row
 from fsnotes.notes.store import Note, NoteError, NoteStore, display, etag_of, iso_time
@@ -30,7 +29,8 @@ from fsnotes.notes.text.query import QueryError
 from fsnotes.notes.text.query import parse as parse_query
 from fsnotes.notes.text.where import conditions
 from fsnotes.notes.tools import relink
-from fsnotes.notes.tools.errors import ServiceError, explain
+from fsnotes.notes.tools.errors import ServiceError, explain, index_unavailable
+from fsnotes.notes.tools.located import Located
 from fsnotes.notes.tools.models import (
     DEFAULT_LIST_LIMIT,
     DEFAULT_SEARCH_LIMIT,
@@ -58,17 +58,6 @@ from sandbox import uri as lexical
 from sandbox.uri import Components
 
 log = logging.getLogger("fsnotes.notes")
-
-
-@dataclass(frozen=True)
-class Located:
-    workspace: Workspace
-    store: NoteStore
-    parts: Components
-
-    @property
-    def uri(self) -> str:
-        return lexical.to_file_uri(self.workspace.components + self.parts)
 
 
 @dataclass
@@ -186,7 +175,7 @@ class Notes:
         after = decode_cursor(cursor) if cursor is not None else None
         limit = min(limit or DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
         catalog = self.catalog(loc, fresh=True)
-        with _unavailable():
+        with index_unavailable():
             page = catalog.page(loc.parts, after, limit, tag, conditions(where))
         next_cursor = encode_cursor(page.last) if page.more and page.last else None
         return NotesListResult(
@@ -245,7 +234,7 @@ class Notes:
             raise ServiceError(str(exc)) from None
         limit = min(limit or DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT)
         catalog = self.catalog(loc, fresh=True)
-        with _unavailable():
+        with index_unavailable():
             found = catalog.search(terms, loc.parts, tag, limit, conditions(where))
         results = [
             SearchHitOut(
@@ -421,7 +410,7 @@ class Notes:
     def catalog(self, loc: Located, *, fresh: bool = False) -> Catalog:
         """The catalog of ``loc``'s workspace; ``fresh`` for a query (see Catalogs.fresh),
         unless :meth:`prepare` just made it fresh for this query."""
-        with _unavailable():
+        with index_unavailable():
             if not fresh:
                 return self.catalogs.of(loc.workspace, loc.store)
             prepared = self._prepared.pop(loc.workspace.name, None)
@@ -458,24 +447,6 @@ class Notes:
         except (sx.SandboxError, NoteError) as exc:
             log.info("skipping %s: %s", display(parts), type(exc).__name__)
             return None
-
-
-@contextlib.contextmanager
-def _unavailable() -> Iterator[None]:
-    try:
-        yield
-    except CatalogUnavailable as exc:
-        raise ServiceError(str(exc)) from None
-    except IndexProblem:
-        raise ServiceError(
-            "The search index cannot be opened right now; try again in a moment."
-        ) from None
-    except OSError as exc:
-        log.warning("cannot open the search index: %s", exc)
-        raise ServiceError(
-            "The search index cannot be opened (the state directory is not usable); "
-            "ask the person running fsnotes to check its log."
-        ) from None
 
 
 def index_info(status: IndexStatus) -> IndexInfo:

@@ -11,7 +11,8 @@ import pytest
 from fsnotes.app.server import Server
 from fsnotes.notes.store import MAX_NOTE_BYTES, NoteStore
 from fsnotes.notes.tools import linkservice, relink
-from fsnotes.notes.tools.service import Located, Notes, ServiceError
+from fsnotes.notes.tools.located import Located
+from fsnotes.notes.tools.service import Notes, ServiceError
 from fsnotes.security.grants import Grants
 
 
