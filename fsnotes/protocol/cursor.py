@@ -13,7 +13,7 @@ import base64
 import json
 from typing import Any
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "decode_object", "encode"]
 
 
 def encode(value: Any) -> str:
@@ -27,3 +27,16 @@ def decode(cursor: str) -> Any:
     base64url JSON at all."""
     # binascii.Error, UnicodeDecodeError and json's errors are all ValueErrors.
     return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+
+
+def decode_object(cursor: str, version: int) -> dict[str, Any] | None:
+    """The JSON object ``cursor`` holds when it is one of ``version`` (its ``"v"``), else
+    None: the step every lister of ours starts with; the fields are still the lister's to
+    check."""
+    try:
+        value = decode(cursor)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("v") != version:
+        return None
+    return value

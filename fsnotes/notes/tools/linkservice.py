@@ -107,11 +107,8 @@ def _encode_tag_cursor(tag: str) -> str:
 
 def _decode_tag_cursor(cursor: str) -> str:
     bad = ServiceError("That cursor is not one this server issued; list the tags again without it.")
-    try:
-        value = cursor_codec.decode(cursor)
-    except ValueError:
-        raise bad from None
-    if not isinstance(value, dict) or value.get("v") != 1:
+    value = cursor_codec.decode_object(cursor, 1)
+    if value is None:
         raise bad
     tag = value.get("tag")
     if not isinstance(tag, str) or not tag:

@@ -223,10 +223,12 @@ def _encode(index: int, kind: str, after: Components) -> str:
 
 def _decode(cursor: str) -> tuple[int, str, Components]:
     try:
-        value = cursor_codec.decode(cursor)
+        value = cursor_codec.decode_object(cursor, 1)
+        if value is None:
+            raise ValueError
         index, after = value["w"], value["after"]
         kind = value.get("k", _NOTES)
-        if value.get("v") != 1 or not isinstance(index, int) or index < 0:
+        if not isinstance(index, int) or index < 0:
             raise ValueError
         if not isinstance(after, list) or kind not in (_NOTES, _ATTACHMENTS):
             raise ValueError

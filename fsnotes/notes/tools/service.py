@@ -493,11 +493,8 @@ def encode_cursor(after: Components) -> str:
 def decode_cursor(cursor: str) -> Components:
     """The position a cursor encodes; ServiceError for anything this server did not issue."""
     bad = ServiceError("That cursor is not one this server issued; list again without it.")
-    try:
-        value = cursor_codec.decode(cursor)
-    except ValueError:
-        raise bad from None
-    if not isinstance(value, dict) or value.get("v") != 1:
+    value = cursor_codec.decode_object(cursor, 1)
+    if value is None:
         raise bad
     after = value.get("after")
     if not isinstance(after, list) or not after:
