@@ -29,10 +29,11 @@ bound as a parameter, never spliced into the SQL.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsnotes.notes.index import ranking
+from fsnotes.notes.index import ranking, termstats
 from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import BODY_COLUMN, ROW_COLUMNS, TIER_COLUMNS, Hit, row_of
 from fsnotes.notes.text.query import MAX_QUERY_TERMS, Term, to_match
@@ -43,7 +44,8 @@ class Plan:
     """Which of a query's terms are searched, and how (see the module docstring)."""
 
     selecting: list[Term]  # a note holding any of these matches
-    ranked: list[Term]  # the rarest selecting terms, which bm25 reads
+    ranked: list[Term]  # the rarest selecting terms, which the ranking reads
+    ranked_notes: list[int]  # how many notes hold each ranked term
     common: list[Term]  # very common: neither select nor rank
     dropped: list[Term]  # past MAX_QUERY_TERMS
     exact: bool  # every selecting term is ranked by bm25
@@ -90,15 +92,18 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
     if len(selecting) == len(kept):
         common = []
     ranked: list[Term] = []
+    ranked_notes: list[int] = []
     budget = 0
     for df, term in selecting:
         if ranked and budget + df > ranking.RANK_WINDOW:
             break
         ranked.append(term)
+        ranked_notes.append(df)
         budget += df
     return Plan(
         selecting=[t for _df, t in selecting],
         ranked=ranked,
+        ranked_notes=ranked_notes,
         common=common,
         dropped=dropped,
         exact=len(ranked) == len(selecting) and budget <= ranking.RANK_WINDOW,
@@ -119,14 +124,23 @@ def search(
     window = ranking.RANK_NEWEST if p.over else ranking.RANK_WINDOW
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
     matched = _count(index, any_match, ranking.COUNT_CAP)
-    rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
-    scored: dict[int, float] = {
-        int(r[0]): float(r[1])
-        for r in index.query(
-            f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (_scoped(to_match(p.ranked, op="OR", weighted=True), scoped), window),
-        )
-    }
+    ranked_match = _scoped(to_match(p.ranked, op="OR", weighted=True), scoped)
+    if p.over:
+        # One term alone in more notes than the window: FTS5's bm25 over its newest notes
+        # (reading all its occurrences to score them would cost what the window bounds).
+        rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
+        scored: dict[int, float] = {
+            int(r[0]): float(r[1])
+            for r in index.query(
+                f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (ranked_match, window),
+            )
+        }
+    else:
+        within = _ids(index, "fts", ranked_match, window)
+        relevance = scores_of(index, p, within)
+        # Hit.score keeps SQLite's sign (lower is better), as bm25() gives it.
+        scored = {note_id: -relevance.get(note_id, 0.0) for note_id in within}
     # Notes holding every selecting term, and the title and path tiers: each a bounded list
     # of the newest such notes (an AND is answered by FTS5 without reading every match).
     every: set[int] = set()
@@ -154,6 +168,73 @@ def search(
     return Result(
         hits=_hits(index, rows, any_match), matched=matched, ranked_all=ranked_all, plan=p
     )
+
+
+def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
+    """The ranking score (higher is better) of the notes ``within`` (each holds a ranked
+    term): BM25F over the ranked terms, then, for a question of several terms, RM3
+    feedback re-weighting (fsnotes/notes/index/ranking.py). The statistics come from
+    fsnotes/notes/index/termstats.py; the work is bounded by the ranked terms' notes (at
+    most RANK_WINDOW) plus at most FEEDBACK_CANDIDATES bounded reads."""
+    if not within:
+        return {}
+    total, averages = termstats.averages(index)
+    lengths = termstats.lengths(index, within)
+    stems: dict[str, ranking.TermStats] = {}
+    stats: list[ranking.TermStats] = []
+    for term, notes in zip(p.ranked, p.ranked_notes, strict=True):
+        words = termstats.tokens(term.text)
+        one = ranking.TermStats(
+            notes, float(term.repeats), termstats.frequencies(index, words, term.prefix, within)
+        )
+        stats.append(one)
+        if len(words) == 1 and not term.prefix:
+            stems[words[0]] = one
+    first = ranking.bm25f(stats, total, lengths, averages)
+    # Feedback needs several terms (a question, not a keyword) and FEEDBACK_NOTES notes to
+    # learn from (two notes' shared words are noise).
+    if len(p.selecting) < ranking.FEEDBACK_MIN_TERMS or len(first) < ranking.FEEDBACK_NOTES:
+        return first
+    order = sorted(first, key=lambda n: (-first[n], -n))
+    rerank = order[: ranking.FEEDBACK_RERANK]
+    best = order[: ranking.FEEDBACK_NOTES]
+    words_of = termstats.texts(index, best)
+    model = ranking.feedback([(first[n], words_of.get(n, Counter())) for n in best])
+    bound = ranking.FEEDBACK_MAX_NOTES
+    common_at = ranking.common_bound(total)
+    if common_at is not None:
+        bound = min(bound, common_at)
+    chosen: list[tuple[float, ranking.TermStats]] = []
+    for word, weight in model[: ranking.FEEDBACK_CANDIDATES]:
+        if len(chosen) == ranking.FEEDBACK_TERMS:
+            break
+        known = stems.get(word)
+        if known is not None:
+            chosen.append((weight, known))
+            continue
+        found = termstats.bounded(index, word, bound, rerank)
+        if found is not None:
+            chosen.append((weight, ranking.TermStats(found[0], 1.0, found[1])))
+    if not chosen:
+        return first
+    # RM3's mixed query, (1 - share) of the typed terms' weight and share of the words
+    # lent: its BM25F is that mix of the two scores (BM25F is linear in the query). Only
+    # the first ranking's best FEEDBACK_RERANK are re-scored: the words lent only add, so
+    # no other note can rise above them.
+    asked = sum(t.weight for t in stats if t.freqs)  # a term no candidate holds adds nothing
+    lent = sum(w for w, _ in chosen)
+    share = ranking.FEEDBACK_SHARE
+    kept = set(rerank)
+    extra = ranking.bm25f(
+        [
+            ranking.TermStats(t.notes, share * w / lent, [r for r in t.freqs if r[0] in kept])
+            for w, t in chosen
+        ],
+        total,
+        lengths,
+        averages,
+    )
+    return {n: (1.0 - share) * s / asked + extra.get(n, 0.0) for n, s in first.items()}
 
 
 def _ids(index: NoteIndex, table: str, match: str, limit: int) -> set[int]:
