@@ -162,7 +162,7 @@ class Baselines:
         """A ranking function over a ``bm25s`` index of the same notes (None: the package
         is not installed); ``own``: its own tokenizer instead of the index's tokens."""
         try:
-            import bm25s  # noqa: PLC0415 (a benchmark-only dependency, optional)
+            import bm25s  # a benchmark-only dependency, optional
         except ImportError:
             return None
         ids = sorted(docs)

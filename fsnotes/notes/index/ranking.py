@@ -92,7 +92,7 @@ FEEDBACK_RERANK = 100
 FEEDBACK_MIN_NOTES = 2
 # Candidate words looked at (by their feedback weight) to find FEEDBACK_TERMS that are not
 # very common: counting a candidate's notes reads up to FEEDBACK_MAX_NOTES rowids.
-FEEDBACK_CANDIDATES = 30
+FEEDBACK_CANDIDATES = 20
 # A feedback word in more notes than this (or than the very-common bound) is skipped: it
 # says little, and reading its occurrences would cost as much as a common word's.
 FEEDBACK_MAX_NOTES = 1000

@@ -42,10 +42,6 @@ FEEDBACK_COLUMNS = ("title", "tags", "front", "body")
 # and tokenizing a whole 4 MiB note would cost more than the search.
 FEEDBACK_CHARS = 20_000
 
-# A feedback word is read only when it occurs at most this many times per note it may be
-# in: a word repeated more than that in the notes is rejected without counting them.
-OCCURRENCES_PER_NOTE = 4
-
 Freqs = list[tuple[int, int, int]]  # (note id, text column index, occurrences)
 
 
@@ -169,16 +165,21 @@ def texts(index: NoteIndex, ids: Sequence[int]) -> dict[int, Counter[str]]:
 def bounded(
     index: NoteIndex, word: str, notes: int, among: Sequence[int]
 ) -> tuple[int, Freqs] | None:
-    """(notes holding ``word``, its (note, column, count) rows in the notes ``among``), or
-    None when more than ``notes`` notes hold it. Reads at most OCCURRENCES_PER_NOTE x
-    ``notes`` of its occurrences, counted inside SQLite, so a common word costs little."""
-    _ensure_vocab(index)
-    limit = notes * OCCURRENCES_PER_NOTE
-    seen, docs = index.query(
-        f"SELECT count(*), count(DISTINCT doc) FROM "
-        f"(SELECT doc FROM {_INSTANCE} WHERE term = ? LIMIT ?)",
-        (word, limit + 1),
-    )[0]
-    if int(seen) > limit or int(docs) > notes:
+    """(notes holding the token ``word``, its (note, column, count) rows in the notes
+    ``among``), or None when more than ``notes`` notes hold it, or when it cannot be
+    counted cheaply. It is counted by an FTS5 match of the word, which reads at most
+    ``notes`` + 1 rowids (a quarter of a microsecond each): so only a token the tokenizer
+    maps to itself (most stems; "relev" stays "relev") is looked at, the others skipped."""
+    if tokens(word) != [word]:
         return None
-    return int(docs), _rows(index, word, False, True, among)
+    quoted = '"' + word.replace('"', '""') + '"'
+    held = int(
+        index.query(
+            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
+            (quoted, notes + 1),
+        )[0][0]
+    )
+    if held > notes or not held:
+        return None
+    _ensure_vocab(index)
+    return held, _rows(index, word, False, True, among)
