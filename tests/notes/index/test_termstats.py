@@ -15,12 +15,11 @@ from fsnotes.app.server import Server
 from fsnotes.notes.index import termstats
 from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import TEXT_COLUMNS
-
 from tests.notes.index.test_catalog import catalog_of
 
 NOTES = {
     "kettle.md": "# Copper kettle\n\nThe copper kettle boils. A kettle, copper-bottomed.\n",
-    "garden/shed.md": "---\ntags: [garden]\n---\n# Shed\n\n" + "Timber and paint for the shed. " * 60,
+    "garden/shed.md": "---\ntags: [garden]\n---\n# Shed\n\n" + "Timber and paint, the shed. " * 60,
     "plans.md": "# Plans\n\n## Planning the roof\n\nWe planned plans; the plan is a copper roof.\n",
     "empty.md": "",
 }
@@ -40,7 +39,9 @@ def columns(index: NoteIndex) -> dict[int, list[list[str]]]:
     return {int(r[0]): [termstats.tokens(str(v or "")) for v in r[1:]] for r in rows}
 
 
-def oracle(cols: dict[int, list[list[str]]], words: list[str], prefix: bool) -> set[tuple[int, int, int]]:
+def oracle(
+    cols: dict[int, list[list[str]]], words: list[str], prefix: bool
+) -> set[tuple[int, int, int]]:
     out = set()
     for note, per_column in cols.items():
         for at, toks in enumerate(per_column):
