@@ -125,8 +125,9 @@ def search(
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
     matched = _count(index, any_match, ranking.COUNT_CAP)
     ranked_match = _scoped(to_match(p.ranked, op="OR", weighted=True), scoped)
-    if p.over:
-        # One term alone in more notes than the window: FTS5's bm25 over its newest notes
+    if p.over or len(p.selecting) < ranking.QUESTION_TERMS:
+        # A keyword or two: FTS5's bm25, in C (the title and path tiers order them first);
+        # or one term alone in more notes than the window: bm25 over its newest notes
         # (reading all its occurrences to score them would cost what the window bounds).
         rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
         scored: dict[int, float] = {
@@ -185,15 +186,16 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
     for term, notes in zip(p.ranked, p.ranked_notes, strict=True):
         words = termstats.tokens(term.text)
         one = ranking.TermStats(
-            notes, float(term.repeats), termstats.frequencies(index, words, term.prefix, within)
+            notes,
+            float(term.repeats),
+            termstats.frequencies(index, term.fts(), words, term.prefix, within),
         )
         stats.append(one)
         if len(words) == 1 and not term.prefix:
             stems[words[0]] = one
     first = ranking.bm25f(stats, total, lengths, averages)
-    # Feedback needs several terms (a question, not a keyword) and FEEDBACK_NOTES notes to
-    # learn from (two notes' shared words are noise).
-    if len(p.selecting) < ranking.FEEDBACK_MIN_TERMS or len(first) < ranking.FEEDBACK_NOTES:
+    # Feedback needs FEEDBACK_NOTES notes to learn from (two notes' shared words are noise).
+    if len(first) < ranking.FEEDBACK_NOTES:
         return first
     order = sorted(first, key=lambda n: (-first[n], -n))
     rerank = order[: ranking.FEEDBACK_RERANK]

@@ -91,21 +91,27 @@ def _rows(
     return out
 
 
-def frequencies(index: NoteIndex, words: Sequence[str], prefix: bool, within: set[int]) -> Freqs:
-    """(note, text column index, count) of the term of these tokens (a phrase when
-    several; the last a prefix when ``prefix``) in the notes of ``within``."""
+def frequencies(
+    index: NoteIndex, expr: str, words: Sequence[str], prefix: bool, within: set[int]
+) -> Freqs:
+    """(note, text column index, count) of a term (its MATCH expression ``expr``, its
+    tokens ``words``; the last a prefix when ``prefix``) in the notes of ``within``. A
+    phrase counts once per column it is in: its words' occurrences are not bounded by the
+    phrase's notes (``of the``), so it is matched per column by FTS5 instead, which reads
+    only the notes holding the whole phrase."""
     if not words:
         return []
-    _ensure_vocab(index)
     if len(words) == 1:
+        _ensure_vocab(index)
         return [r for r in _rows(index, words[0], prefix, True) if r[0] in within]
-    # A phrase: its first token at offset o, the i-th at o + i, in one column.
-    found: list[set[tuple[int, int, int]]] = []
-    for i, word in enumerate(words):
-        occ = _rows(index, word, prefix and i == len(words) - 1, False)
-        found.append({(d, c, o - i) for d, c, o in occ if d in within})
-    counts: Counter[tuple[int, int]] = Counter((d, c) for d, c, _o in set.intersection(*found))
-    return [(d, c, n) for (d, c), n in counts.items()]
+    out: Freqs = []
+    for at, column in enumerate(TEXT_COLUMNS):
+        for (doc,) in index.query(
+            "SELECT rowid FROM fts WHERE fts MATCH ?", (f"{{{column}}} : ({expr})",)
+        ):
+            if int(doc) in within:
+                out.append((int(doc), at, 1))
+    return out
 
 
 def _varints(blob: bytes) -> list[int]:
