@@ -2,13 +2,14 @@
 
 A query is an any-word search (fsnotes/notes/index/search.py); notes holding every term it
 selects by come first. A note *about* a thing usually names it in its title and its file
-name, so next notes are ranked by how many of those two hold every such term (2, 1 or 0);
-within each tier
-FTS5's ``bm25()`` ranks, with a match in a heading, a tag or the title counting more than
-one in running text.
-(FTS5's bm25 adds the weighted hits of all columns before its term-frequency saturation, so
-column weights alone cannot lift a short title over a long body: hence the tiers.) Excerpts
-come from FTS5's ``snippet()`` over the body, with the matched
+name, so next notes are ranked by how many of those two hold every such term (2, 1 or 0).
+Within each tier a question (QUESTION_TERMS or more selecting terms) is ranked by BM25F
+over the fields (:func:`bm25f`, from the statistics fsnotes/notes/index/termstats.py reads),
+then re-ordered by RM3 pseudo-relevance feedback (:func:`feedback`); a keyword or two by
+FTS5's ``bm25()`` with the column weights below. (FTS5's bm25 adds the weighted hits of all
+columns before its term-frequency saturation and normalises by the whole note's length, so
+column weights alone cannot lift a short title over a long body: hence the tiers, and BM25F
+for questions.) Excerpts come from FTS5's ``snippet()`` over the body, with the matched
 words marked, and are placed on the line of the note they start on.
 """
 

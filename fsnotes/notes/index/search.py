@@ -15,11 +15,12 @@ English words):
   term of the query is very common;
 * a note matches when it holds any of the remaining (*selecting*) terms. Matches are
   ordered by: whether they hold every selecting term, then how many of title and path hold
-  every selecting term (:mod:`fsnotes.notes.index.ranking`), then bm25 over the fields, a
+  every selecting term (:mod:`fsnotes.notes.index.ranking`), then the ranking score (for a
+  question BM25F and RM3 feedback, :func:`scores_of`; for a keyword or two FTS5's bm25), a
   term typed several times counting that many times (up to
   :data:`~fsnotes.notes.text.query.MAX_TERM_REPEATS`).
 
-bm25 reads every hit of every term, so it is computed over the rarest selecting terms whose
+The score reads every hit of every term, so it is computed over the rarest selecting terms whose
 note counts add up to at most :data:`~fsnotes.notes.index.ranking.RANK_WINDOW` (at least
 the rarest one; for that one alone, over its newest
 :data:`~fsnotes.notes.index.ranking.RANK_NEWEST` notes): a query whose
