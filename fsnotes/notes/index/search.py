@@ -126,23 +126,19 @@ def search(
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
     matched = _count(index, any_match, ranking.COUNT_CAP)
     ranked_match = _scoped(to_match(p.ranked, op="OR", weighted=True), scoped)
-    if p.over or len(p.selecting) < ranking.QUESTION_TERMS:
-        # A keyword or two: FTS5's bm25, in C (the title and path tiers order them first);
-        # or one term alone in more notes than the window: bm25 over its newest notes
-        # (reading all its occurrences to score them would cost what the window bounds).
-        rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
-        scored: dict[int, float] = {
-            int(r[0]): float(r[1])
-            for r in index.query(
-                f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                (ranked_match, window),
-            )
-        }
-    else:
-        within = _ids(index, "fts", ranked_match, window)
-        relevance = scores_of(index, p, within)
-        # Hit.score keeps SQLite's sign (lower is better), as bm25() gives it.
-        scored = {note_id: -relevance.get(note_id, 0.0) for note_id in within}
+    # FTS5's bm25, in C, over the window: the ranking of a keyword or two (the title and path
+    # tiers order them first), of one term alone in more notes than the window (over its
+    # newest notes), and a question's first cut.
+    rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
+    scored: dict[int, float] = {
+        int(r[0]): float(r[1])
+        for r in index.query(
+            f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (ranked_match, window),
+        )
+    }
+    if not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
+        scored = _rescored(index, p, scored)
     # Notes holding every selecting term, and the title and path tiers: each a bounded list
     # of the newest such notes (an AND is answered by FTS5 without reading every match).
     every: set[int] = set()
@@ -170,6 +166,23 @@ def search(
     return Result(
         hits=_hits(index, rows, any_match), matched=matched, ranked_all=ranked_all, plan=p
     )
+
+
+def _rescored(index: NoteIndex, p: Plan, bm25: dict[int, float]) -> dict[int, float]:
+    """A question's scores (SQLite's sign: lower is better): bm25's best
+    :data:`~fsnotes.notes.index.ranking.RESCORE_DEPTH` re-scored by :func:`scores_of`, the
+    others after them in bm25's order (each at most half the worst re-scored score)."""
+    order = sorted(bm25, key=lambda n: (bm25[n], -n))
+    top = order[: ranking.RESCORE_DEPTH]
+    relevance = scores_of(index, p, set(top))
+    out = {n: -relevance.get(n, 0.0) for n in top}
+    rest = order[ranking.RESCORE_DEPTH :]
+    if rest:
+        floor = max(out.values(), default=0.0)  # the worst re-scored (negative or 0)
+        best = bm25[rest[0]]
+        for n in rest:
+            out[n] = floor * 0.5 * (bm25[n] / best if best < 0 else 1.0)
+    return out
 
 
 def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
