@@ -69,7 +69,7 @@ test: $(STAMP) peers sysdeps lint typecheck docs-check pytest docker-test
 # the suite's time), the hypothesis property tests below (thousands of generated cases each)
 # and the kill-mid-write crash tests (each kills real writers many times).
 CHECK_TESTS := tests/protocol tests/runtime tests/sandbox tests/notes tests/security tests/state tests/app \
-	tests/jail tests/test_package_exports.py
+	tests/jail tests/registry tests/test_package_exports.py
 CHECK_SKIP := $(addprefix --ignore=tests/,sandbox/test_uri_properties.py \
 	sandbox/test_root_crash.py notes/index/test_related_property.py \
 	notes/index/test_search_property.py notes/text/test_links_property.py \
