@@ -74,9 +74,19 @@ CHECK_SKIP := $(addprefix --ignore=tests/,sandbox/test_uri_properties.py \
 	sandbox/test_root_crash.py notes/index/test_related_property.py \
 	notes/index/test_search_property.py notes/text/test_links_property.py \
 	protocol/test_protocol_linecost.py)
+# Three multi-process race tests, a fifth of check's time, also left to `make test`: the
+# 240 simultaneous starts that catch an intermittent SQLite lock race (30 s under load),
+# the two-process nonce claim (state_contract's eight-process claim stays here, the same
+# guarantee), and the walk-resolver run of the two-process confirmation (the race is in the
+# replay store, not the resolver; the openat2 run stays). docs/testing.md lists them too.
+CHECK_DESELECT := $(foreach t,\
+	state/test_statedir.py::test_simultaneous_server_starts_on_fresh_state_dirs_all_succeed \
+	state/test_replay.py::test_two_processes_claim_the_same_nonce_once \
+	notes/tools/test_delete_flow.py::test_two_processes_given_one_confirmation_execute_it_once[walk],\
+	'--deselect=tests/$(t)')
 check: $(STAMP) lint typecheck
 	$(PY) -m pytest -q -p no:cacheprovider -m "not docker and not service" $(CHECK_SKIP) \
-		$(CHECK_TESTS)
+		$(CHECK_DESELECT) $(CHECK_TESTS)
 
 # The MCP Bundle for desktop hosts (docs/hosts.md): dist/fsnotes-VERSION.mcpb, validated and
 # packed with the official mcpb CLI from the node peers, fsnotes and its dependencies in its
