@@ -1,12 +1,16 @@
-"""server.json (the MCP registry's description of fsnotes) against the registry's published
-schema, vendored beside this file (README.md there: version, source, licence), and against
-the project: its version, and the name the registry checks in the PyPI description (the
-README's `mcp-name:` line) and in the image (the Dockerfile's label)."""
+"""server.json (the MCP registry's description of fsnotes) against the registry's rules, and
+against the project: its version, and the name the registry checks in the PyPI description
+(the README's `mcp-name:` line) and in the image (the Dockerfile's label).
+
+Limit, honestly: the registry's own schema file (static.modelcontextprotocol.io) cannot be
+downloaded on the test machine (no network but PyPI, npm and Debian) and no package there
+ships it, so ``server_json_rules.json`` beside this file is our own statement of the rules
+the registry documents for the 2025-12-11 format. Before publishing, check the file with the
+registry's publisher (``mcp-publisher validate``) where the network allows."""
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 import tomllib
@@ -17,10 +21,8 @@ import jsonschema
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = Path(__file__).with_name("server.schema.json")
+SCHEMA_PATH = Path(__file__).with_name("server_json_rules.json")
 SCHEMA_VERSION = "2025-12-11"
-# The vendored file's digest, as tests/registry/README.md records it: an edit by hand fails here.
-SCHEMA_SHA256 = "3fba09590c99f61735d234822279f4223fab9e300c0a81e81c91ab62a4114de0"
 
 
 def load(path: Path) -> Any:
@@ -28,11 +30,11 @@ def load(path: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def validator() -> jsonschema.Draft7Validator:
+def validator() -> jsonschema.Draft202012Validator:
     schema = load(SCHEMA_PATH)
-    jsonschema.Draft7Validator.check_schema(schema)
-    return jsonschema.Draft7Validator(
-        schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     )
 
 
@@ -46,19 +48,15 @@ def project_version() -> str:
         return str(tomllib.load(f)["project"]["version"])
 
 
-def test_vendored_schema_is_the_recorded_version() -> None:
-    assert hashlib.sha256(SCHEMA_PATH.read_bytes()).hexdigest() == SCHEMA_SHA256
-    schema_id = load(SCHEMA_PATH)["$id"]
-    assert schema_id == (
+def test_the_rules_name_the_format_server_json_declares(server: Any) -> None:
+    assert server["$schema"] == (
         f"https://static.modelcontextprotocol.io/schemas/{SCHEMA_VERSION}/server.schema.json"
     )
-    assert SCHEMA_SHA256 in (SCHEMA_PATH.parent / "README.md").read_text()
 
 
-def test_server_json_validates(validator: jsonschema.Draft7Validator, server: Any) -> None:
+def test_server_json_validates(validator: jsonschema.Draft202012Validator, server: Any) -> None:
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(server)]
     assert errors == []
-    assert server["$schema"] == load(SCHEMA_PATH)["$id"]
 
 
 @pytest.mark.parametrize(
@@ -69,10 +67,13 @@ def test_server_json_validates(validator: jsonschema.Draft7Validator, server: An
         (lambda s: s.update(description="x" * 101), "descriptions stop at 100 characters"),
         (lambda s: s["packages"][0].pop("transport"), "a package names its transport"),
         (lambda s: s["packages"][0].update(version="latest"), "'latest' is not a version"),
+        (lambda s: s["packages"][0]["packageArguments"][1].pop("name"), "named needs a name"),
+        (lambda s: s["packages"][0]["transport"].update(type="pipe"), "no such transport"),
+        (lambda s: s["packages"][1]["runtimeArguments"][6].update(format="path"), "no such format"),
     ],
 )
 def test_schema_rejects_what_the_registry_would(
-    validator: jsonschema.Draft7Validator, server: Any, change: Any, why: str
+    validator: jsonschema.Draft202012Validator, server: Any, change: Any, why: str
 ) -> None:
     """The check above can fail: the same validator refuses broken copies."""
     broken = copy.deepcopy(server)
