@@ -27,7 +27,6 @@ When the server stops, tasks still running are ended as failed ("the server stop
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import secrets
 from collections.abc import AsyncIterator, Mapping
@@ -82,7 +81,14 @@ class TaskStore(Protocol):
     raised as the store's own exception, with a sentence for the client."""
 
     def create(
-        self, task_id: str, principal: str, owner: str, *, ttl_ms: int, poll_ms: int
+        self,
+        task_id: str,
+        principal: str,
+        owner: str,
+        *,
+        ttl_ms: int,
+        poll_ms: int,
+        message: str | None = None,
     ) -> StoredTask: ...
 
     def beat(self, task_id: str, owner: str, message: str | None) -> StoredTask | None: ...
@@ -292,7 +298,7 @@ class _Running:
         take a cancel asked on any instance."""
         assert self.task_id is not None
         store, owner = self.host.store, self.host.instance
-        written: str | None = None
+        written = self.message  # the row was created with it
         while not self.done.is_set():
             with anyio.move_on_after(self.host.beat_s):
                 await self.done.wait()
@@ -380,6 +386,7 @@ class TaskHost:
                         self.instance,
                         ttl_ms=self.ttl_ms,
                         poll_ms=self.poll_ms,
+                        message=job.message,
                     )
                 except Fault as exc:
                     _log.warning("request %r: not made a task (%s)", call.id, exc.message)
@@ -392,10 +399,7 @@ class TaskHost:
                     self.running[row.task_id] = job
                     job.created.set()
                     group.start_soon(job.beat)
-                    task = view(row)
-                    if job.message is not None:
-                        task = dataclasses.replace(task, message=job.message)
-                    return create_result(task)
+                    return create_result(view(row))
         except anyio.get_cancelled_exc_class():
             if not job.detached or job.task_id is None:
                 job.cancel()  # the request went before it was a task: so does its work

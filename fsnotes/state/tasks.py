@@ -158,10 +158,18 @@ class SQLTaskStore:
     # --- the owner's writes --------------------------------------------------------------
 
     def create(
-        self, task_id: str, principal: str, owner: str, *, ttl_ms: int, poll_ms: int
+        self,
+        task_id: str,
+        principal: str,
+        owner: str,
+        *,
+        ttl_ms: int,
+        poll_ms: int,
+        message: str | None = None,
     ) -> TaskRow:
-        """A new task, ``working``, run by ``owner``; committed when this returns (a
-        ``tasks/get`` from any instance sees it). TaskStoreFull past MAX_ROWS."""
+        """A new task, ``working``, run by ``owner``, its status message ``message``;
+        committed when this returns (a ``tasks/get`` from any instance sees it).
+        TaskStoreFull past MAX_ROWS."""
         now = self._clock()
         with self._db.transaction() as db:
             db.execute("DELETE FROM task WHERE expires_at <= ?", (now,))
@@ -171,10 +179,21 @@ class SQLTaskStore:
                     f"the task store holds {MAX_ROWS} tasks; new ones wait until some expire"
                 )
             db.execute(
-                "INSERT INTO task(task_id, principal, owner, status, created_at, updated_at,"
-                " beat_at, expires_at, ttl_ms, poll_ms) VALUES (?, ?, ?, 'working', ?, ?, ?, ?,"
-                " ?, ?)",
-                (task_id, principal, owner, now, now, now, now + ttl_ms / 1000, ttl_ms, poll_ms),
+                "INSERT INTO task(task_id, principal, owner, status, message, created_at,"
+                " updated_at, beat_at, expires_at, ttl_ms, poll_ms)"
+                " VALUES (?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    principal,
+                    owner,
+                    message,
+                    now,
+                    now,
+                    now,
+                    now + ttl_ms / 1000,
+                    ttl_ms,
+                    poll_ms,
+                ),
             )
             row = self._select(db, task_id)
         assert row is not None

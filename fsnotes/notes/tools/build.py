@@ -9,12 +9,14 @@ requests while a handler does file I/O.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 
-from fsnotes.notes.index.catalog import Catalog
+from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable
 from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.tools import linkservice
 from fsnotes.notes.tools.confirm import DeleteFlow
@@ -61,6 +63,15 @@ from fsnotes.security.grants import Access, NotGranted
 
 T = TypeVar("T")
 
+# A move that rewrites more notes than this becomes a task (when the client opted in to
+# them): measured at 10 to 12 ms a note (MAX_LINK_REWRITES' figures), and three to five
+# times that on a loaded machine, 100 notes take 1 to 6 s, past what a client should wait on
+# one call without a word; fewer finish about as fast as any other write.
+MOVE_TASK_REWRITES = 100
+# How often a long call's progress is reported: a status message at most this stale, and a
+# few notifications a second at most.
+PROGRESS_EVERY_S = 0.25
+
 LINKS_DESCRIPTION = (
     "A note's outgoing links (wikilinks [[x]], [[x#heading|alias]], embeds ![[x]], Markdown "
     "links [t](path) and images), each resolved to a note or marked broken, other (a file "
@@ -86,17 +97,63 @@ def _read_only(title: str) -> ToolAnnotations:
 
 
 async def _indexed(ctx: RequestContext, find: Callable[[], Catalog]) -> None:
-    """Before a query: give the workspace's first indexing a bounded time to finish."""
+    """Before a query: give the workspace's first indexing a bounded time to finish. A wait
+    for a build is long: the call becomes a task then (when the client opted in to them)."""
     try:
         catalog = await anyio.to_thread.run_sync(find)
     except (ServiceError, NotGranted):
         return  # the query reports the same problem as its result
+    try:
+        building = not (await anyio.to_thread.run_sync(catalog.status)).complete
+    except CatalogUnavailable:
+        building = False  # the query itself says why
+    if building:
+        await ctx.run_as_task("Waiting for the workspace's index to be built")
     await until_indexed(catalog, ctx.report_progress)
+
+
+async def _reporting(
+    ctx: RequestContext,
+    work: Callable[[Callable[[int, int], None], Callable[[], bool]], T],
+    describe: Callable[[int, int], str],
+) -> T:
+    """``work(progress, stop)`` in a worker thread, its progress reported every
+    PROGRESS_EVERY_S (notifications/progress, and a task's status message); a cancel of
+    this call makes ``stop()`` true, so the work ends at its next step instead of running
+    to the end unseen."""
+    reached = [0, 0]
+    stopping = threading.Event()
+
+    def progress(done: int, total: int) -> None:
+        reached[:] = [done, total]  # one list assignment: safe to read from the loop
+
+    async def report() -> None:
+        shown = 0
+        try:
+            while True:
+                await anyio.sleep(PROGRESS_EVERY_S)
+                done, total = reached
+                if done > shown:
+                    shown = done
+                    await ctx.report_progress(done, total, describe(done, total))
+        finally:
+            stopping.set()  # cancelled: the call ended, or was cancelled
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(report)
+        result = await _call(lambda: work(progress, stopping.is_set))
+        tg.cancel_scope.cancel()
+    return result
 
 
 def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, Any]]:
     """The notes tools. Each call acts as the principal its transport named, with its
-    session's roots as hints (``ctx.roots``; None for a stateless request)."""
+    session's roots as hints (``ctx.roots``; None for a stateless request).
+
+    Every one may become an MCP task (2026-07-28, for a client that opted in): by measured
+    duration (still running after limits.TASK_AFTER_S), or at once when it knows it will be
+    long: a move rewriting more than MOVE_TASK_REWRITES notes, a query that must wait for
+    the workspace's index to be built (docs/tools.md, "Long calls as tasks")."""
 
     def acting(ctx: RequestContext) -> Notes:
         # One Scope per handler call: the grants consulted once, here. A legacy handler
@@ -136,9 +193,21 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
 
     async def notes_move(ctx: RequestContext, a: NotesMoveArgs) -> MoveResult:
         notes = acting(ctx)
-        if a.updateLinks:  # the links to rewrite are found in the index: let it finish first
-            await _indexed(ctx, lambda: linkservice.catalog_check(notes, a.uri))
-        return await _call(lambda: notes.notes_move(a.uri, a.newPath, a.etag, a.updateLinks))
+        if not a.updateLinks:
+            return await _call(lambda: notes.notes_move(a.uri, a.newPath, a.etag, False))
+        # The links to rewrite are found in the index: let it finish first.
+        await _indexed(ctx, lambda: linkservice.catalog_check(notes, a.uri))
+        plan = await _call(lambda: notes.plan_move(a.uri, a.newPath))
+        rewrites = 1 + len(plan.linkers)
+        if rewrites > MOVE_TASK_REWRITES:
+            await ctx.run_as_task(f"Moving the note: {rewrites:,} notes to rewrite")
+        return await _reporting(
+            ctx,
+            lambda progress, stop: notes.notes_move(
+                a.uri, a.newPath, a.etag, True, plan=plan, progress=progress, stop=stop
+            ),
+            lambda done, total: f"Rewrote links in {done:,} of {total:,} notes",
+        )
 
     async def notes_links(ctx: RequestContext, a: NotesLinksArgs) -> NotesLinksResult:
         notes = acting(ctx)
@@ -182,6 +251,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=WorkspacesListResult,
             annotations=_read_only("List workspaces"),
             handler=workspaces_list,
+            task_support="optional",
         ),
         Tool(
             name="notes_list",
@@ -192,6 +262,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesListResult,
             annotations=_read_only("List notes"),
             handler=notes_list,
+            task_support="optional",
         ),
         Tool(
             name="notes_read",
@@ -202,6 +273,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesReadResult,
             annotations=_read_only("Read a note"),
             handler=notes_read,
+            task_support="optional",
         ),
         Tool(
             name="notes_search",
@@ -216,6 +288,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesSearchResult,
             annotations=_read_only("Search notes"),
             handler=notes_search,
+            task_support="optional",
         ),
         Tool(
             name="notes_create",
@@ -226,6 +299,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=WriteResult,
             annotations=ToolAnnotations(title="Create a note", destructive=False),
             handler=notes_create,
+            task_support="optional",
         ),
         Tool(
             name="notes_update",
@@ -241,6 +315,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=WriteResult,
             annotations=ToolAnnotations(title="Update a note", destructive=True),
             handler=notes_update,
+            task_support="optional",
         ),
         Tool(
             name="notes_move",
@@ -256,6 +331,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=MoveResult,
             annotations=ToolAnnotations(title="Move a note", destructive=True),
             handler=notes_move,
+            task_support="optional",
         ),
         Tool(
             name="notes_links",
@@ -265,6 +341,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesLinksResult,
             annotations=_read_only("Links of a note"),
             handler=notes_links,
+            task_support="optional",
         ),
         Tool(
             name="notes_tags",
@@ -276,6 +353,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesTagsResult,
             annotations=_read_only("List tags"),
             handler=notes_tags,
+            task_support="optional",
         ),
         Tool(
             name="notes_delete",
@@ -286,6 +364,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=DeleteResult,
             annotations=ToolAnnotations(title="Delete a note", destructive=True),
             handler=notes_delete,
+            task_support="optional",
         ),
         Tool(
             name="notes_history",
@@ -297,6 +376,7 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesHistoryResult,
             annotations=_read_only("A note's history"),
             handler=history,
+            task_support="optional",
         ),
         Tool(
             name="notes_restore",
@@ -309,5 +389,6 @@ def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, An
             output_model=NotesRestoreResult,
             annotations=ToolAnnotations(title="Restore a version", destructive=True),
             handler=restore,
+            task_support="optional",
         ),
     ]
