@@ -221,7 +221,12 @@ class _Running:
                 if not isinstance(exc, Fault | InvalidParams):
                     _log.exception("task work of request %r failed", self.call.id)
         with anyio.CancelScope(shield=True):
-            await self._settle(outcome, failure, cancelled=scope.cancelled_caught)
+            # A cancel that arrived while the work sat in a worker thread is not raised once
+            # the thread returns: a client's cancel counts all the same.
+            cancelled = scope.cancelled_caught or (scope.cancel_called and self.cancel_asked)
+            if cancelled:
+                outcome = failure = None
+            await self._settle(outcome, failure, cancelled=cancelled)
 
     async def _rounds(self) -> JSONObject:
         call = self.call

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable
@@ -142,6 +143,9 @@ async def _reporting(
     async with anyio.create_task_group() as tg:
         tg.start_soon(report)
         result = await _call(lambda: work(progress, stopping.is_set))
+        # A thread is not interrupted: the cancel waited for it. It is raised here, so a
+        # cancelled call's partial result is never reported as its result.
+        await anyio.lowlevel.checkpoint()
         tg.cancel_scope.cancel()
     return result
 
