@@ -212,21 +212,26 @@ class _Running:
     async def work(self) -> None:
         outcome: JSONObject | None = None
         failure: BaseException | None = None
-        with anyio.CancelScope() as scope:
-            self.scope = scope
-            try:
-                outcome = await self._rounds()
-            except Exception as exc:
-                failure = exc
-                if not isinstance(exc, Fault | InvalidParams):
-                    _log.exception("task work of request %r failed", self.call.id)
-        with anyio.CancelScope(shield=True):
-            # A cancel that arrived while the work sat in a worker thread is not raised once
-            # the thread returns: a client's cancel counts all the same.
-            cancelled = scope.cancelled_caught or (scope.cancel_called and self.cancel_asked)
-            if cancelled:
-                outcome = failure = None
-            await self._settle(outcome, failure, cancelled=cancelled)
+        scope = anyio.CancelScope()
+        try:
+            with scope:
+                self.scope = scope
+                try:
+                    outcome = await self._rounds()
+                except Exception as exc:
+                    failure = exc
+                    if not isinstance(exc, Fault | InvalidParams):
+                        _log.exception("task work of request %r failed", self.call.id)
+        finally:
+            # Also when the host's group is cancelled (the server stops): then neither an
+            # outcome nor a client's cancel, and the task is recorded as failed (STOPPED).
+            with anyio.CancelScope(shield=True):
+                # A cancel that arrived while the work sat in a worker thread is not raised
+                # once the thread returns: a client's cancel counts all the same.
+                cancelled = scope.cancelled_caught or (scope.cancel_called and self.cancel_asked)
+                if cancelled:
+                    outcome = failure = None
+                await self._settle(outcome, failure, cancelled=cancelled)
 
     async def _rounds(self) -> JSONObject:
         call = self.call
