@@ -19,8 +19,8 @@ Guarantees:
   owner's own late write cannot undo: every owner write checks the row is not yet ended).
 - Only the principal that started a task sees it: every read and write names the principal,
   and a row of another principal is answered exactly like one that does not exist.
-- A row is kept ``ttl_ms`` after its last change (its result for that long after it ended),
-  then pruned.
+- A row is kept ``ttl_ms`` after its last change or beat (its result for that long after
+  it ended; a task running longer than its TTL is kept while it runs), then pruned.
 """
 
 from __future__ import annotations
@@ -204,9 +204,12 @@ class SQLTaskStore:
         (whether a cancel was asked, answers that arrived); ``None`` once it is gone."""
         now = self._clock()
         with self._db.transaction(durable=False) as db:
+            # A task still running is never pruned under its owner: each beat moves its
+            # expiry to a TTL from now.
             db.execute(
-                f"UPDATE task SET beat_at = ? WHERE task_id = ? AND owner = ? AND {_OPEN}",
-                (now, task_id, owner),
+                "UPDATE task SET beat_at = ?, expires_at = ? + ttl_ms / 1000.0"
+                f" WHERE task_id = ? AND owner = ? AND {_OPEN}",
+                (now, now, task_id, owner),
             )
             if message is not None:
                 db.execute(

@@ -144,3 +144,18 @@ def test_the_store_refuses_new_tasks_past_its_bound(
         store.create("c", "alice", "i", ttl_ms=1_000, poll_ms=500)
     clock.now += 2  # the first two expired: pruned by the next create
     store.create("c", "alice", "i", ttl_ms=1_000, poll_ms=500)
+
+
+def test_a_task_running_past_its_ttl_is_kept_while_its_owner_beats(
+    backend: SharedState, clock: Clock
+) -> None:
+    store = store_of(backend, clock)
+    store.create("t7", "alice", "inst-a", ttl_ms=10_000, poll_ms=500)
+    for _ in range(5):  # 25 s of work, a beat every 5 s: over twice its TTL
+        clock.now += 5
+        assert store.beat("t7", "inst-a", None) is not None
+    row = store.get("t7", "alice")
+    assert row is not None and row.status == "working"
+    assert store.finish("t7", "inst-a", "completed", result={"content": []})
+    clock.now += 11  # then kept for its TTL after it ended, not longer
+    assert store.get("t7", "alice") is None
