@@ -140,13 +140,22 @@ async def _reporting(
         finally:
             stopping.set()  # cancelled: the call ended, or was cancelled
 
+    failed: list[Exception] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(report)
-        result = await _call(lambda: work(progress, stopping.is_set))
-        # A thread is not interrupted: the cancel waited for it. It is raised here, so a
-        # cancelled call's partial result is never reported as its result.
-        await anyio.lowlevel.checkpoint()
+        try:
+            result = await _call(lambda: work(progress, stopping.is_set))
+        except Exception as exc:
+            # Raised below, outside the group, as itself (a tool error stays a tool error,
+            # not an exception group).
+            failed.append(exc)
+        else:
+            # A thread is not interrupted: the cancel waited for it. It is raised here, so
+            # a cancelled call's partial result is never reported as its result.
+            await anyio.lowlevel.checkpoint()
         tg.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
     return result
 
 
