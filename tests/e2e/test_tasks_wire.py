@@ -9,6 +9,7 @@ byte for byte, never anything else."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -249,3 +250,30 @@ def test_the_task_of_a_killed_instance_reads_failed_and_each_note_is_whole(
         assert time.monotonic() - started <= limits.TASK_STALE_S + POLL_FOR_S
     new, old = states_of(notes, 1500)
     assert new + old == 1500
+
+
+def test_a_long_move_reports_its_rewrite_as_notifications_progress_while_the_client_waits(
+    tmp_path: Path,
+) -> None:
+    notes = vault(tmp_path, 500)
+    wire = Wire(notes, tmp_path / "state")
+    try:
+        args = {"uri": (notes / "hub.md").as_uri(), "newPath": "archive/hub-moved.md"}
+        params = {"name": "notes_move", "arguments": args, "_meta": wire_meta({})}
+        params["_meta"]["progressToken"] = "move-1"
+        answer = wire.call("tools/call", params, timeout=120.0)
+        assert answer["result"]["resultType"] == "complete"  # not opted in: the plain result
+        received = [json.loads(line) for line in wire.received]
+    finally:
+        wire.close()
+    progress = [
+        m["params"]
+        for m in received
+        if m.get("method") == "notifications/progress"
+        and m["params"]["progressToken"] == "move-1"
+        and m["params"].get("message", "").startswith("Rewrote links in ")
+    ]
+    assert progress, "no progress of the rewrite was reported"
+    values = [p["progress"] for p in progress]
+    assert values == sorted(set(values)) and all(p["total"] == 501 for p in progress)
+    assert states_of(notes, 500) == (500, 0)
