@@ -21,7 +21,8 @@ In the same run, over the same title and abstract text, the baselines:
   words as written) in pure Python over the same tokens (read back from FTS5's
   ``fts5vocab``), title and body as one field; ``bm25-py distinct``: each word once.
 
-The best of these is the baseline ``notes_search`` is compared with.
+The best of these is the baseline ``notes_search`` is compared with. Then the ranking's
+steps one at a time, offline (benchmarks/quality_steps.py), and the server's row.
 
 Printed: nDCG@10 (binary gains: CISI's judgements are all "relevant"), P@10, MRR@10,
 recall@50 (``notes_search`` returns at most 50 results, so recall is taken at 50 for every
@@ -50,6 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_protocol import REPO
 from bench_vault import Server, fsnotes_cmd, fsnotes_env
+from quality_steps import step_rows
 
 from fsnotes.notes.index.schema import TOKENIZER
 
@@ -299,6 +301,9 @@ def main() -> int:
             ranked = {q: ranker(t, RECALL_AT, distinct) for q, t in questions.items()}
             rows[label + (" distinct" if distinct else "")] = summary(ranked, qrels, len(questions))
     baselines = list(rows)
+    # The ranking's steps, offline over the same tokens (benchmarks/quality_steps.py).
+    for name, ranked in step_rows(base.db, "v", base.tokens, questions, RECALL_AT).items():
+        rows[name] = summary(ranked, qrels, len(questions))
     scratch = Path(tempfile.mkdtemp(prefix="fsnotes-quality-"))
     try:
         write_vault(scratch / "vault", docs)
