@@ -155,6 +155,27 @@ def line_kinds(lines: Sequence[str]) -> list[tuple[Kind, bool]]:
                 out.append(("text", not para))
                 para = True
                 continue
+        elif not any(box.quote for box in stack):
+            # Lines in list items (or fenced code at the top level): a blank one continues
+            # them all; one starting with spaces and a letter or the like opens no block,
+            # and the items it continues follow from its indentation.
+            text = raw.lstrip(" ")
+            if fence is not None:
+                if not stack and (not text or text[0] != fence[0] or len(raw) - len(text) > 3):
+                    out.append(("code", False))  # (not a closing fence)
+                    continue
+            elif not text.strip(" \t\r"):
+                if empty_item:  # a second blank line ends an item that began blank
+                    stack.pop()
+                out.append(("none", False))
+                para = empty_item = False
+                continue
+            elif text[0] not in _SPECIAL_FIRST:
+                kind, new_run = _in_items(stack, len(raw) - len(text), para)
+                out.append((kind, new_run))
+                para = kind == "text"
+                empty_item = False
+                continue
         ln = _Line(raw.rstrip("\r"))
         matched = _continued(ln, stack)
         if fence is not None:
@@ -181,6 +202,24 @@ def line_kinds(lines: Sequence[str]) -> list[tuple[Kind, bool]]:
         kind, new_run, fence, para, empty_item = _leaf(ln, stack, matched, para, lazy)
         out.append((kind, new_run))
     return out
+
+
+def _in_items(stack: list[_Box], indent: int, para: bool) -> tuple[Kind, bool]:
+    """What a line indented ``indent`` spaces and starting with plain text is under the open
+    list items ``stack`` (the ones it does not continue are closed), ``para`` telling
+    whether a paragraph is open: (its kind, whether it starts a run of text)."""
+    matched, base = 0, 0
+    for box in stack:
+        if indent - base < box.width:
+            break
+        base += box.width
+        matched += 1
+    if para:
+        return "text", False  # a continuation (lazy when it continues fewer items)
+    del stack[matched:]
+    if indent - base >= CODE_INDENT:
+        return "code", False
+    return "text", True
 
 
 def _continued(ln: _Line, stack: Sequence[_Box]) -> int:
