@@ -50,10 +50,6 @@ _BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})")
 _SETEXT = re.compile(r"(?:=+|-+)[ \t]*")
 _ATX = re.compile(r"#{1,6}(?:[ \t]|$)")
 _TICKS = re.compile(r"`+")
-# A line whose text follows four spaces or a tab after nothing but whitespace and container
-# marks ('>', list markers): without one, and without a backtick or '~~~', a note has no
-# code and is not scanned line by line (most notes: the fast path).
-_INDENTED = re.compile(r"^[ \t>*+.)0-9-]*(?:\t| {4})[ \t]*[^ \t\n]", re.MULTILINE)
 _NOT_NEWLINE = re.compile(r"[^\n]")
 # The characters a line can start with when it opens a block, is indented or blank, or is a
 # setext underline; a top-level line starting with any other is a paragraph's.
@@ -340,7 +336,10 @@ def code_ranges(body: str) -> list[tuple[int, int]]:
     """Every piece of code in ``body`` (a note's text after its frontmatter) as
     ``(start, end)`` offsets, in order and apart: each code block's lines (fences
     included, ``\\n`` excluded), then the code spans (backticks included)."""
-    if "`" not in body and "~~~" not in body and _INDENTED.search(body) is None:
+    # Without a backtick, a '~~~' fence, four spaces in a row or a tab (what indented code
+    # needs), a note has no code and is not read line by line: most notes (the fast path;
+    # substring tests, several times quicker than one regex pass over the text).
+    if "`" not in body and "~~~" not in body and "    " not in body and "\t" not in body:
         return []
     lines = body.split("\n")
     blocks: list[tuple[int, int]] = []
