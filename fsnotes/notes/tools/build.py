@@ -178,7 +178,8 @@ def notes_links(call: ToolCall, a: NotesLinksArgs) -> NotesLinksResult:
     extension is Name, [[a/Name]] those whose path ends with a/Name, [[Name.md]] the extension
     too; of several matches the shortest path wins, then the first in path order (so the
     exact path from the workspace root wins). Markdown links (and [[./x]], [[../x]]) are
-    paths relative to the linking note, exact, the extension optional.
+    paths relative to the linking note, exact, the extension optional. Link syntax in code
+    (fenced or indented code blocks, code spans) is text, not a link.
     """
     return linkservice.notes_links(call.notes, a.uri)
 
