@@ -187,6 +187,9 @@ class NoteIndex(IndexReads):
         statedir.prepare_database(self.path)
         try:
             conn = self._conns.get()
+            # Before any table: freed pages can be given back to the filesystem (see
+            # _compact; a page freed by a later write is reused first, never lost).
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")
             # One transaction: the tables, the meta rows and the version appear together or
             # not at all. A file left half made (a full disk) would look damaged to the next
@@ -292,6 +295,20 @@ class NoteIndex(IndexReads):
                 if building:
                     for table in ("fts", "tfts"):
                         conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+                    self._compact(conn)
+
+    @staticmethod
+    def _compact(conn: sqlite3.Connection) -> None:
+        """Give back what a build's final merge freed: the merge writes the full-text
+        index anew and frees the segments it merged (as many pages again), which a file
+        keeps as free pages unless vacuumed (the file is created with incremental
+        auto-vacuum, see :meth:`_create_locked`); then copy the WAL into the file and cut
+        it back (another process reading an older snapshot can keep the checkpoint from
+        finishing: the WAL is then cut at a later checkpoint, never wrong)."""
+        # executescript steps the pragma to its end (execute would free one page: a page
+        # per step).
+        conn.executescript("PRAGMA incremental_vacuum;")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @staticmethod
     def _merging(conn: sqlite3.Connection, *, building: bool) -> None:

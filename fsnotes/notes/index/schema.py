@@ -25,7 +25,7 @@ from sandbox.root import FileIdentity, FileInfo
 from sandbox.uri import Components
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 

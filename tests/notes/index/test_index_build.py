@@ -40,6 +40,7 @@ NOTES = {
     "nulfront.md": '---\ntitle: "a\\u0000b"\n---\nbody\n',
     "dup.md": "# Dup\n\n[[A]] [[A]] [[a]] ![[A]] #x #X #x/y\n",
 }
+BUILT_NOTES = 300  # notes of the compaction test: enough segments to merge
 MANY = 40  # notes in one folder, so that batches of several notes are written
 
 
@@ -207,3 +208,43 @@ def test_a_build_with_files_no_uri_can_name_reports_progress_up_to_its_total(
     assert [done for done, _total in seen] == sorted(done for done, _total in seen)
     assert catalog.index.count() == len(NOTES) + MANY
     assert catalog.status().complete
+
+
+
+def test_a_build_gives_back_the_pages_its_final_merge_freed_and_empties_its_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The final merge rewrites the full-text index and frees the segments it merged: the
+    file keeps next to no free pages and the WAL is cut back after it (a server does not
+    carry a WAL the size of the whole index for as long as it runs)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(BUILT_NOTES):
+        words = " ".join(f"w{(i * 7 + k) % 997}" for k in range(120))
+        (root / f"n{i:03}.md").write_text(f"# Note {i}\n\n{words}\n")
+    cfg = load(workspaces=[str(root)], state_dir=str(tmp_path / "state"), principal="ada", env={})
+    srv = build(cfg)
+    try:
+        catalog = _catalog(srv)
+        with monkeypatch.context() as m:
+            m.setattr(indexmod, "BUILD_NOTES", 1)
+            m.setattr(scan, "BATCH", 10)  # a segment per batch: the merge frees them all
+            report = catalog.rescan()
+        assert report is not None and report.indexed == BUILT_NOTES
+        conn = sqlite3.connect(catalog.index.path)
+        try:
+            assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+            free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+        # The writes after the merge (the scan's bookkeeping) may free a page or two.
+        assert free <= pages // 50, (free, pages)
+        wal = catalog.index.path.with_name(catalog.index.path.name + "-wal")
+        # Cut back at the merge; the bookkeeping after it writes a few pages again.
+        assert not wal.exists() or wal.stat().st_size <= 8 * page, wal.stat().st_size
+        found = srv.service.acting_for("ada").notes_search(None, "w5", None, None, None)
+        assert found.results
+    finally:
+        srv.close()
