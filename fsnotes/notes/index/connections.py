@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from fsnotes.notes.index.schema import register_functions
 from fsnotes.state import statedir
 
 # A reader or writer waits this long for another connection's write to finish (a batch of
@@ -147,6 +148,7 @@ class Connections:
 
 
 def _configure(conn: sqlite3.Connection) -> None:
+    register_functions(conn)
     # The busy timeout first: every later statement (the journal-mode switch included)
     # then waits for another process instead of failing at once.
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

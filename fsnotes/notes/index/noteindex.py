@@ -40,8 +40,10 @@ from fsnotes.notes.index.connections import (
 )
 from fsnotes.notes.index.newnotes import (
     BULK_INSERTS,
+    BULK_TEXT_INSERT,
     NOTE_INSERT,
     SIDE_INSERTS,
+    TEXT_INSERT,
     NewNotes,
     note_row,
     side_rows,
@@ -425,7 +427,9 @@ class NoteIndex(IndexReads):
     @staticmethod
     def _delete_id(tx: Tx, note_id: int) -> None:
         conn = tx.conn
+        # The FTS row first: FTS5 reads the words to remove from the ``texts`` row.
         conn.execute("DELETE FROM fts WHERE rowid=?", (note_id,))
+        conn.execute("DELETE FROM texts WHERE id=?", (note_id,))
         conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
         conn.execute("DELETE FROM tags WHERE note=?", (note_id,))
         conn.execute("DELETE FROM links WHERE note=?", (note_id,))
@@ -441,6 +445,8 @@ class NoteIndex(IndexReads):
         cur = conn.execute(NOTE_INSERT, note_row(doc))
         rows = side_rows(cur.lastrowid, doc, extensions)
         for table, sql in SIDE_INSERTS.items():
+            if table == "fts":
+                conn.executemany(TEXT_INSERT, rows[table])
             conn.executemany(sql, rows[table])
 
     @staticmethod
@@ -462,6 +468,8 @@ class NoteIndex(IndexReads):
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
         for table, text in batch.payloads:
+            if table == "fts":
+                tx.conn.execute(BULK_TEXT_INSERT, {"rows": text, "base": base})
             tx.conn.execute(BULK_INSERTS[table], {"rows": text, "base": base})
         tx.delta += len(batch.parts)
         return True

@@ -20,6 +20,7 @@ import fsnotes.notes.index.scan as scan
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
 from fsnotes.notes.index.catalog import Catalog
+from fsnotes.notes.index.schema import register_functions
 
 # Every kind of thing a note gives the index: frontmatter (lists, quoted values, escapes),
 # titles from frontmatter, headings or the file name, inline and nested tags in any case,
@@ -86,9 +87,10 @@ def _dump(catalog: Catalog) -> dict[str, list[tuple[object, ...]]]:
     """Every row the index holds (but the scan's bookkeeping in ``meta``), and every
     (term, note, column, offset) of both full-text tables."""
     conn = sqlite3.connect(catalog.index.path)
+    register_functions(conn)  # the FTS table reads its text through them
     try:
         out: dict[str, list[tuple[object, ...]]] = {}
-        for table in ("notes", "tags", "links", "front", "rejects", "attachments"):
+        for table in ("notes", "tags", "links", "front", "rejects", "attachments", "texts"):
             out[table] = sorted(conn.execute(f"SELECT * FROM {table}"), key=repr)
         out["meta"] = sorted(conn.execute("SELECT * FROM meta WHERE key IN ('notes')"))
         for table in ("fts", "tfts"):
@@ -248,3 +250,40 @@ def test_a_build_gives_back_the_pages_its_final_merge_freed_and_empties_its_wal(
         assert found.results
     finally:
         srv.close()
+
+
+def test_the_text_is_kept_once_compressed_and_replaced_or_removed_words_leave_the_index(
+    servers: tuple[Server, Server], vault: Path
+) -> None:
+    """The FTS table indexes the words and keeps no copy of the text: that is ``texts``,
+    the body compressed, read through a view; a note replaced or removed takes its old
+    words out of the index (FTS5 reads them from ``texts`` before the row goes), which
+    FTS5's own integrity check confirms against the text."""
+    catalog = _catalog(servers[0])
+    catalog.rescan()
+    note = vault / "swap.md"
+    note.write_text("# Swap\n\nquokka marsupial\n")
+    catalog.refresh(("swap.md",))
+    note.write_text("# Swap\n\nwombat burrow\n")
+    catalog.refresh(("swap.md",))
+    conn = sqlite3.connect(catalog.index.path)
+    register_functions(conn)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert "fts_content" not in tables  # no second copy of the text
+        blob, body = conn.execute(
+            "SELECT t.body, s.body FROM texts t JOIN fts_source s ON s.id = t.id "
+            "JOIN notes n ON n.id = t.id WHERE n.key = 'swap.md'"
+        ).fetchone()
+        assert isinstance(blob, bytes) and "wombat burrow" in body
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, fts, row)")
+        terms = {r[0] for r in conn.execute("SELECT term FROM temp.v")}
+        assert "wombat" in terms and "quokka" not in terms
+        note.unlink()
+        catalog.refresh(("swap.md",))
+        terms = {r[0] for r in conn.execute("SELECT term FROM temp.v")}
+        assert "wombat" not in terms
+        assert conn.execute("SELECT count(*) FROM texts").fetchone()[0] == len(NOTES) + MANY
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
