@@ -79,14 +79,17 @@ def documents(root: Path) -> Iterator[Doc]:
         parts = path.relative_to(root).parts
         meta = analyse(path.read_text(encoding="utf-8"), stem_of(parts[-1]))
         front = list(whererules.pairs(meta.frontmatter))
-        yield note_id, (
-            path_text(parts),
-            meta.title,
-            "\n".join(meta.all_headings),
-            " ".join(meta.tags),
-            front_text(meta.frontmatter),
-            meta.body,
-            scope_text(parts, meta.tags, front),
+        yield (
+            note_id,
+            (
+                path_text(parts),
+                meta.title,
+                "\n".join(meta.all_headings),
+                " ".join(meta.tags),
+                front_text(meta.frontmatter),
+                meta.body,
+                scope_text(parts, meta.tags, front),
+            ),
         )
 
 
@@ -315,7 +318,7 @@ def child(engine: str, root: Path, work: Path, runs: int) -> dict[str, Any]:
     if engine == "tantivy":
         kinds["question-topk"] = kinds["question"]
     for kind, text in kinds.items():
-        ids, count = idx.query(kind, text)
+        _ids, count = idx.query(kind, text)
         out[kind] = {"matches": count, **measure(lambda k=kind, t=text: idx.query(k, t), runs)}
     idx.close()
     out["rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -360,9 +363,7 @@ def main() -> int:
     print(head)
     print("|" + "---|" * (5 + len(kinds)))
     for r in rows:
-        cells = [
-            f"{r[k]['p50_ms']}/{r[k]['p99_ms']}" if k in r else "-" for k in kinds
-        ]
+        cells = [f"{r[k]['p50_ms']}/{r[k]['p99_ms']}" if k in r else "-" for k in kinds]
         print(
             f"| {r['engine']} | {r['build_s']} | {r['rss_mib']} | {r['bytes'] / 2**20:.0f} | "
             f"{r['x_vault']} | " + " | ".join(cells) + " |"

@@ -212,7 +212,6 @@ def test_a_build_with_files_no_uri_can_name_reports_progress_up_to_its_total(
     assert catalog.status().complete
 
 
-
 def test_a_build_gives_back_the_pages_its_final_merge_freed_and_empties_its_wal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
