@@ -63,6 +63,8 @@ ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \
     PYTHONUNBUFFERED=1 \
     FSNOTES_WORKSPACE=/notes \
     FSNOTES_STATE_DIR=/state
+# The MCP registry checks that an image published under a server.json name carries it.
+LABEL io.modelcontextprotocol.server.name="io.github.fsnotes/fsnotes"
 USER 10001:10001
 WORKDIR /notes
 # stdio transport: run with -i and never -t (a TTY would mangle JSON-RPC on stdout).

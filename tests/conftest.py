@@ -39,6 +39,7 @@ SERVICE_MODULES = {
     "test_inspector": "node peers (the Inspector)",
     "test_interop_http_typescript": "node peers (the TypeScript SDK)",
     "test_interop_typescript": "node peers (the TypeScript SDK)",
+    "test_mcpb_bundle": "node peers (the mcpb CLI and library)",
     "test_page_screenshot": "chromium",
 }
 _PG_FIXTURES = {"pg_cluster", "pg_dsn"}

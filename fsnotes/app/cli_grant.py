@@ -20,6 +20,7 @@ import time
 
 from fsnotes.app.config import Config, ConfigError
 from fsnotes.app.server import prepare_state_dir
+from fsnotes.notes.store import WorkspaceStores
 from fsnotes.security.grants import Access
 from fsnotes.setup.runtime import NotGrantable, RuntimeScope
 from fsnotes.setup.store import SetupStore, SetupStoreBusy, open_setup_store
@@ -99,7 +100,7 @@ def _run(
             policy=config.setup,
             parents=parents,
             configured=config.workspace_objects(),
-            stores={},
+            stores=WorkspaceStores(),  # a grant opens no note store here
             extensions=config.extensions,
         )
         try:

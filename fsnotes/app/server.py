@@ -37,7 +37,7 @@ from fsnotes.app.config_tokens import ConfigTokens
 from fsnotes.app.principals import ungranted, ungranted_advice
 from fsnotes.notes.history import History
 from fsnotes.notes.index.indexer import Catalogs
-from fsnotes.notes.store import NoteStore
+from fsnotes.notes.store import NoteStore, WorkspaceStores
 from fsnotes.notes.tools.build import build_tools
 from fsnotes.notes.tools.confirm import DeleteFlow
 from fsnotes.notes.tools.prompts import NotesPrompts
@@ -147,7 +147,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
     """Open everything the server needs. Raises ConfigError with a readable reason."""
     prepare_state_dir(config)
     roots: list[Root] = []
-    stores: dict[str, NoteStore] = {}
+    stores = WorkspaceStores()
     try:
         for spec in config.workspaces:
             try:
@@ -157,7 +157,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
                     f"cannot open workspace '{spec.name}' ({spec.path}): {exc}"
                 ) from None
             roots.append(root)
-            stores[spec.name] = NoteStore(root, extensions=config.extensions)
+            stores.add(spec.name, NoteStore(root, extensions=config.extensions))
         try:
             keyring = Keyring.load_or_create(config.state_dir)
         except (OSError, ValueError) as exc:

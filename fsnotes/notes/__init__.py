@@ -19,7 +19,12 @@ from fsnotes._exports import lazy_exports
 if TYPE_CHECKING:
     from fsnotes.notes.history import History
     from fsnotes.notes.index.indexer import DEFAULT_RESCAN_INTERVAL_S, Catalogs, environment
-    from fsnotes.notes.store import DEFAULT_EXTENSIONS, MAX_NOTE_BYTES, NoteStore
+    from fsnotes.notes.store import (
+        DEFAULT_EXTENSIONS,
+        MAX_NOTE_BYTES,
+        NoteStore,
+        WorkspaceStores,
+    )
     from fsnotes.notes.text.daily import DEFAULT_DAILY_PATH, DailySettings, daily_settings
     from fsnotes.notes.tools.build import build_tools
     from fsnotes.notes.tools.confirm import DeleteFlow
@@ -40,6 +45,7 @@ __all__ = [
     "NotesPrompts",
     "NotesResources",
     "NotesService",
+    "WorkspaceStores",
     "build_tools",
     "daily_settings",
     "environment",
@@ -60,6 +66,7 @@ _HOME = {
     "NotesPrompts": "tools.prompts",
     "NotesResources": "tools.resources",
     "NotesService": "tools.service",
+    "WorkspaceStores": "store",
     "build_tools": "tools.build",
     "daily_settings": "text.daily",
     "environment": "index.indexer",

@@ -9,9 +9,11 @@ folders) and computes etags; authorization and URI parsing happen before it is c
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Protocol
 
 from fsnotes.notes.text.markdown import NoteMeta, analyse
@@ -245,12 +247,45 @@ class NoteStore:
         return data
 
 
+class WorkspaceStores(Mapping[str, NoteStore]):
+    """The note store of each workspace, by name: one owner, read by every request.
+
+    Written only through :meth:`add`: the configured workspaces' stores when the server is
+    built, a run-time folder's when a grant first names it (before any lookup can name
+    the workspace). A name keeps its store for the life of the process: a store is never
+    replaced or removed (a revoked folder's workspace just stops being granted), so a
+    request holding one never sees it change under it. Reads take no lock: each :meth:`add`
+    publishes a new read-only mapping (copy on write; adds are rare, reads every call).
+    """
+
+    def __init__(self, stores: Mapping[str, NoteStore] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._by_name: Mapping[str, NoteStore] = MappingProxyType(dict(stores or {}))
+
+    def add(self, name: str, store: NoteStore) -> None:
+        """Make ``store`` the store of workspace ``name``; ValueError if it has one."""
+        with self._lock:
+            if name in self._by_name:
+                raise ValueError(f"workspace {name!r} already has a note store")
+            self._by_name = MappingProxyType({**self._by_name, name: store})
+
+    def __getitem__(self, name: str) -> NoteStore:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
 __all__ = [
     "DEFAULT_EXTENSIONS",
     "MAX_NOTE_BYTES",
     "Note",
     "NoteError",
     "NoteStore",
+    "WorkspaceStores",
     "display",
     "etag_of",
     "iso_time",

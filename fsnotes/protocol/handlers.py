@@ -33,7 +33,14 @@ from fsnotes.protocol.registry import (
     ToolResult,
     URLElicitationRequired,
 )
-from fsnotes.protocol.tool_schema import describe_validation_error, model_schema
+from fsnotes.protocol.tool_schema import (
+    ParamHeader,
+    SchemaError,
+    declared_schema,
+    describe_validation_error,
+    header_params,
+    model_schema,
+)
 from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -49,6 +56,8 @@ class ToolEntry:
     tool: Tool[Any, Any]
     input_schema: JSONObject
     descriptor: JSONObject
+    # The parameters an HTTP client mirrors into Mcp-Param-* headers (x-mcp-header).
+    headers: tuple[ParamHeader, ...] = ()
 
 
 class ToolTable:
@@ -109,8 +118,17 @@ class ToolTable:
 
 
 def describe(tool: Tool[Any, Any]) -> ToolEntry:
-    """A tool's ``tools/list`` descriptor and input schema, generated from its models."""
-    input_schema = model_schema(tool.input_model)
+    """A tool's ``tools/list`` descriptor and input schema, generated from its models (or its
+    own checked ``input_schema``), and its mirrored parameters; :class:`SchemaError` on a
+    schema clients could not use."""
+    if tool.input_schema is not None:
+        input_schema = declared_schema(tool.input_schema)
+    else:
+        input_schema = model_schema(tool.input_model)
+    try:
+        headers = header_params(input_schema)
+    except SchemaError as exc:
+        raise SchemaError(f"tool {tool.name!r}: {exc}") from None
     descriptor: JSONObject = {
         "name": tool.name,
         "title": tool.title,
@@ -130,7 +148,7 @@ def describe(tool: Tool[Any, Any]) -> ToolEntry:
         openWorldHint=ann.open_world,
     )
     descriptor["annotations"] = annotations
-    return ToolEntry(tool, input_schema, descriptor)
+    return ToolEntry(tool, input_schema, descriptor, headers)
 
 
 def _page(call: Call) -> str | None:

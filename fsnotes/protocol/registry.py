@@ -411,7 +411,12 @@ class ToolAnnotations:
 @dataclass(frozen=True)
 class Tool(Generic[ArgsT, ResultT]):
     """A tool: its argument model validates ``arguments`` and generates ``inputSchema``;
-    its result model generates ``outputSchema``. ``Tool[Args, Result]`` types the handler."""
+    its result model generates ``outputSchema``. ``Tool[Args, Result]`` types the handler.
+
+    ``input_schema``, when given, is listed instead of the generated schema, as written (see
+    :func:`~fsnotes.protocol.tool_schema.declared_schema`): for a schema a model cannot say,
+    such as 2020-12 conditionals. The model still validates the arguments, so the two must
+    agree; the schema is checked when the tool list is built, not run."""
 
     name: str
     title: str
@@ -420,6 +425,7 @@ class Tool(Generic[ArgsT, ResultT]):
     output_model: type[ResultT] | None
     annotations: ToolAnnotations
     handler: Callable[[RequestContext, ArgsT], Awaitable[ResultT | ToolResult | InputRequired]]
+    input_schema: JSONObject | None = None
 
 
 # --- resources and prompts -----------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -151,3 +152,114 @@ def describe_validation_error(tool_name: str, exc: ValidationError, schema: JSON
         hint = f"; expected {expected}" if expected and kind != "extra_forbidden" else ""
         lines.append(f"- {where}: {what}{hint}")
     return "\n".join(lines)
+
+
+# --- schemas a tool declares itself -------------------------------------------------------
+
+# The dialect a declared schema may name (2026-07-28 tools: 2020-12 is the default, and a
+# server must refuse dialects it does not support rather than list a schema it misreads).
+DIALECT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def declared_schema(schema: JSONObject) -> JSONObject:
+    """A tool's own ``inputSchema``, checked and copied: listed as written, every keyword kept
+    (``$schema``, ``$defs``, ``$anchor``, ``allOf``/``anyOf``, ``if``/``then``/``else``,
+    ``additionalProperties``: 2026-07-28 allows any 2020-12 keyword), where a generated one is
+    inlined. :class:`SchemaError` when the root is not ``type: object``, ``$schema`` names
+    another dialect, or a ``$ref`` leaves the document (clients must not fetch network
+    references, so a schema needing one could not be read). The tool's input model still
+    validates the arguments: the schema describes them, it is not run."""
+    copied = json.loads(json.dumps(schema))
+    if not isinstance(copied, dict) or copied.get("type") != "object":
+        raise SchemaError("a declared inputSchema needs root type 'object'")
+    dialect = copied.get("$schema", DIALECT_2020_12)
+    if dialect != DIALECT_2020_12:
+        raise SchemaError(f"unsupported $schema dialect {dialect!r} (only {DIALECT_2020_12})")
+    for ref in _refs(copied):
+        if not ref.startswith("#"):
+            raise SchemaError(f"$ref {ref!r} leaves the schema; only '#...' references are allowed")
+    return copied
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+    return own + [ref for key, value in node.items() if key != "$ref" for ref in _refs(value)]
+
+
+# --- parameters mirrored into HTTP headers (x-mcp-header) ---------------------------------
+
+HEADER_ANNOTATION = "x-mcp-header"
+# The types a mirrored parameter may have (2026-07-28 streamable-http "Schema Extension":
+# primitives only, and not ``number``).
+HEADER_TYPES = ("string", "integer", "boolean")
+# RFC 9110 5.6.2 tchar: what a field name (here the part after ``Mcp-Param-``) is made of.
+_TCHAR = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+# Keywords whose value maps names to subschemas, and keywords whose value is data, not schema.
+_SCHEMA_MAPS = ("$defs", "definitions", "patternProperties", "dependentSchemas")
+_DATA = ("enum", "const", "default", "examples")
+
+
+@dataclass(frozen=True)
+class ParamHeader:
+    """One parameter a client mirrors into ``Mcp-Param-{name}``: the annotation's ``name``
+    (as declared), the ``path`` of ``properties`` keys to it, and its JSON ``kind``."""
+
+    name: str
+    path: tuple[str, ...]
+    kind: str
+
+    @property
+    def header(self) -> str:
+        """The header's name, lower-case as the HTTP layer hands headers over."""
+        return f"mcp-param-{self.name.lower()}"
+
+
+def header_params(schema: JSONObject) -> tuple[ParamHeader, ...]:
+    """The ``x-mcp-header`` annotations of an ``inputSchema``, checked as clients check them
+    (a client drops a tool with a bad one, so the server refuses to list it): a non-empty
+    token, case-insensitively unique, on a ``string``/``integer``/``boolean`` property
+    reachable from the root through ``properties`` keys only. :class:`SchemaError` otherwise."""
+    found: list[ParamHeader] = []
+    _collect(schema, (), True, found)
+    seen: set[str] = set()
+    for param in found:
+        if param.name.lower() in seen:
+            raise SchemaError(f"x-mcp-header {param.name!r} is declared twice (case-insensitive)")
+        seen.add(param.name.lower())
+    return tuple(found)
+
+
+def _collect(node: Any, path: tuple[str, ...], static: bool, found: list[ParamHeader]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _collect(item, path, False, found)
+        return
+    if not isinstance(node, dict):
+        return
+    if HEADER_ANNOTATION in node:
+        name = node[HEADER_ANNOTATION]
+        where = ".".join(path) or "(root)"
+        if not static or not path:
+            raise SchemaError(
+                f"x-mcp-header at {where} is not on a property reached via properties"
+            )
+        if not isinstance(name, str) or not _TCHAR.match(name):
+            raise SchemaError(f"x-mcp-header {name!r} at {where} is not an HTTP token")
+        if node.get("type") not in HEADER_TYPES:
+            raise SchemaError(f"x-mcp-header at {where}: type must be one of {HEADER_TYPES}")
+        found.append(ParamHeader(name, path, node["type"]))
+    for key, value in node.items():
+        if key in _DATA or key == HEADER_ANNOTATION:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            for prop, sub in value.items():
+                _collect(sub, (*path, prop), static, found)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                _collect(sub, path, False, found)
+        else:
+            _collect(value, path, False, found)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsnotes.notes.store import NoteStore
+from fsnotes.notes.store import WorkspaceStores
 from fsnotes.protocol.registry import Tool
 from fsnotes.security.grants import Grant, Grants, Workspace
 from fsnotes.security.seal import Sealer
@@ -88,7 +88,7 @@ def build_setup(
     state_dir: Path,
     workspaces: Sequence[Workspace],
     grants: Iterable[Grant],
-    stores: dict[str, NoteStore],
+    stores: WorkspaceStores,
     extensions: tuple[str, ...],
     sealer: Sealer,
     clock: Callable[[], float],
@@ -99,9 +99,9 @@ def build_setup(
 ) -> SetupPart:
     """Open the setup part (see the module docstring). Raises SetupError with a reason.
 
-    ``workspaces`` and ``grants`` are the configured ones; ``stores`` the note store of each
-    configured workspace, by name, which the run-time folders' stores are added to (the
-    notes service reads the same map). With setup off the part still answers
+    ``workspaces`` and ``grants`` are the configured ones; ``stores`` holds the note store of each
+    configured workspace, by name; the run-time folders' stores are added to it (the notes
+    service reads the same owner). With setup off the part still answers
     ``notes_setup`` (that nothing can be granted here), and opens no page. ``shared``: where
     the setup store lives (default: the state directory's SQLite file); ``audit``: where
     grants are recorded.

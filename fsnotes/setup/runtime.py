@@ -32,7 +32,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsnotes.notes.store import NoteStore
+from fsnotes.notes.store import NoteStore, WorkspaceStores
 from fsnotes.security.grants import Access, Grant, RuntimeLayer, Workspace
 from fsnotes.security.shown import has_hidden
 from fsnotes.setup.policy import SetupPolicy
@@ -81,8 +81,8 @@ class RuntimeScope:
     """The run-time layer of one process's grants, kept in step with the setup store.
 
     ``configured`` are the workspaces of the configuration (which a run-time folder may be,
-    but not overlap); ``stores`` is the map of note stores the notes service reads, to which
-    each run-time folder's store is added before any grant can name it.
+    but not overlap); ``stores`` is the owner of the note stores the notes service reads, to
+    which each run-time folder's store is added before any grant can name it.
     """
 
     def __init__(
@@ -92,7 +92,7 @@ class RuntimeScope:
         policy: SetupPolicy,
         parents: Sequence[Root],
         configured: Sequence[Workspace],
-        stores: dict[str, NoteStore],
+        stores: WorkspaceStores,
         extensions: tuple[str, ...],
     ) -> None:
         if len(parents) != len(policy.allow):
@@ -285,7 +285,7 @@ class RuntimeScope:
             name, n = f"{base}-{n}", n + 1
         ws = Workspace(name, components)
         # The store exists before any grant can name the workspace (lookups in other threads).
-        self._stores[name] = NoteStore(root, extensions=self._extensions)
+        self._stores.add(name, NoteStore(root, extensions=self._extensions))
         self._roots.append(root)
         self._opened[components] = ws
         log.info("opened granted folder %s as workspace %r", os.sep.join(("", *components)), name)

@@ -358,7 +358,7 @@ class McpEndpoint:
         if envelope.tag is not None:
             fault = hw.check_mirrored_headers(
                 scope["headers"], method, params, envelope.tag.version
-            )
+            ) or self._param_headers(scope["headers"], method, params)
             if fault is not None:
                 await respond(send, 400, encode_message(fault_message(request_id, fault)))
                 return
@@ -406,6 +406,19 @@ class McpEndpoint:
             _log.debug("request %r: its stream closed, so it was cancelled", request_id)
         if reply.stalled:
             raise Stalled
+
+    def _param_headers(
+        self, headers: list[tuple[bytes, bytes]], method: str, params: dict[str, Any]
+    ) -> Fault | None:
+        """A tools/call's Mcp-Param-* headers against its arguments, for a tool with
+        mirrored parameters (an unknown tool is the core's to answer)."""
+        name = params.get("name")
+        if method != "tools/call" or not isinstance(name, str):
+            return None
+        entry = self.dispatcher.tools.get(name)
+        if entry is None or not entry.headers:
+            return None
+        return hw.check_param_headers(headers, entry.headers, params.get("arguments"))
 
     async def _busy(self, send: Send, request_id: RequestId | None) -> None:
         await refuse(

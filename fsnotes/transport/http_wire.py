@@ -9,9 +9,11 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from fsnotes.protocol import limits
+from fsnotes.protocol.tool_schema import ParamHeader
 from fsnotes.protocol.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -168,6 +170,61 @@ def check_mirrored_headers(
     if decoded != body_value:
         return mismatch(f"the Mcp-Name header does not match the request's params.{source}")
     return None
+
+
+def check_param_headers(
+    headers: Sequence[tuple[bytes, bytes]], params: Sequence[ParamHeader], arguments: Any
+) -> Fault | None:
+    """A 2026-07-28 ``tools/call``'s ``Mcp-Param-{Name}`` headers against its ``arguments``,
+    for the tool's mirrored parameters ``params`` (streamable-http "Server Behavior for Custom
+    Headers"): a value in the body needs its header, decoded (:func:`decode_header_value`: an
+    invalid character or Base64 form is refused) and equal to it (integers numerically, as the
+    spec suggests: ``42.0`` is ``42``; booleans as ``true``/``false``); a header whose value
+    the body lacks (absent or null) is refused too, since it would say what the call does not
+    do. A repeated header is a mismatch; headers of parameters not mirrored are ignored."""
+    for param in params:
+        sent, repeated = single(headers, param.header)
+        label = f"Mcp-Param-{param.name}"
+        if repeated:
+            return mismatch(f"the {label} header appears more than once")
+        value = _at(arguments, param.path)
+        if value is None:
+            if sent is not None:
+                return mismatch(f"the {label} header is sent but the arguments hold no value")
+            continue
+        if sent is None:
+            return mismatch(f"the {label} header is missing (the arguments hold a value)")
+        decoded = decode_header_value(sent)
+        if decoded is None:
+            return mismatch(f"the {label} header is not plain visible ASCII nor valid Base64")
+        if not _same(decoded, value, param.kind):
+            return mismatch(f"the {label} header does not match the arguments")
+    return None
+
+
+def _at(arguments: Any, path: tuple[str, ...]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _same(header: str, value: Any, kind: str) -> bool:
+    """Whether ``header`` says ``value``, a body value of the declared ``kind`` (a value of
+    another type matches nothing: its header could not have been made from it)."""
+    if kind == "boolean":
+        return isinstance(value, bool) and header == ("true" if value else "false")
+    if kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        try:
+            number = Decimal(header)
+        except InvalidOperation:
+            return False
+        return number.is_finite() and number == Decimal(value)
+    return isinstance(value, str) and header == value
 
 
 def sse_event(line: bytes) -> bytes:

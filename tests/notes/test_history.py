@@ -18,7 +18,7 @@ import pytest
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
 from fsnotes.notes.tools.confirm import CONFIRM_KEY
-from fsnotes.notes.tools.models import NotesHistoryResult
+from fsnotes.notes.tools.models import NotesDeleteArgs, NotesHistoryResult
 from fsnotes.notes.tools.restore import notes_history, notes_restore
 from fsnotes.notes.tools.service import Notes, ServiceError
 from fsnotes.protocol.registry import InputRequired
@@ -47,7 +47,7 @@ def history(server: Server, vault: Path, rel: str) -> NotesHistoryResult:
 def delete(server: Server, vault: Path, rel: str) -> dict[str, Any]:
     """A confirmed delete by uri, as a person accepts it."""
     notes = ada(server)
-    args = {"uri": uri(vault, rel)}
+    args = NotesDeleteArgs(uri=uri(vault, rel))
     q = server.deletes.ask(notes, args)
     assert isinstance(q, InputRequired)
     answer = {CONFIRM_KEY: {"action": "accept", "content": {"note_id": rel, "confirm": True}}}
@@ -146,7 +146,7 @@ def test_a_deleted_note_in_a_removed_folder_is_restored_with_its_folder(
 
 def test_a_declined_delete_keeps_no_version(server: Server, vault: Path) -> None:
     notes = ada(server)
-    args = {"uri": uri(vault, "inbox.md")}
+    args = NotesDeleteArgs(uri=uri(vault, "inbox.md"))
     q = server.deletes.ask(notes, args)
     assert isinstance(q, InputRequired)
     out = server.deletes.resume(notes, args, q.state or "", {CONFIRM_KEY: {"action": "decline"}})
@@ -321,7 +321,7 @@ def test_a_busy_history_store_stops_a_confirmed_delete_which_stays_usable(
     server: Server, vault: Path
 ) -> None:
     notes = ada(server)
-    args = {"uri": uri(vault, "inbox.md")}
+    args = NotesDeleteArgs(uri=uri(vault, "inbox.md"))
     q = server.deletes.ask(notes, args)
     assert isinstance(q, InputRequired)
     answer = {

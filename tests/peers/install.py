@@ -1,7 +1,8 @@
 """Install the node test peers from their lockfiles (called by `make peers`).
 
 Two package directories, each with its own package-lock.json: this one (the TypeScript SDK
-client, the Inspector, oidc-provider for the OAuth tests, and node 22) and conformance/ (the
+client, the Inspector, oidc-provider for the OAuth tests, the mcpb CLI for `make bundle`,
+and node 22) and conformance/ (the
 official MCP conformance suite in the two versions fsnotes is held to, side by side under npm
 aliases; run with this directory's node 22). For each, runs `npm install --no-save` from the
 lockfile when npm exists and the lockfile changed since the last install (a stamp file inside

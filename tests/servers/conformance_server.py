@@ -56,6 +56,7 @@ from fsnotes.protocol import (
 from fsnotes.security.tokens import BearerTokens, TokenEntry, digest_of
 from fsnotes.transport.http_server import bind, run_http
 from fsnotes.transport.http_settings import DEFAULT_HOST, HttpSettings
+from tests.servers.conformance_schemas import schema_tools
 
 # A 1x1 red PNG and a minimal WAV header, as the scenarios suggest.
 PNG = (
@@ -778,7 +779,7 @@ def build_app() -> App:
         version="0.1.0",
         title="fsnotes conformance fixture (tests only)",
         instructions=None,
-        tools=Tools().all(),
+        tools=[*Tools().all(), *schema_tools()],
         resources=Resources(),
         prompts=Prompts(),
         subscriptions=Subscriptions(),

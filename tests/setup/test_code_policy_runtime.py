@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsnotes.app.config import ConfigError, load
+from fsnotes.notes.store import WorkspaceStores
 from fsnotes.security.grants import Access, Grants, NotGranted, Workspace
 from fsnotes.setup import code
 from fsnotes.setup.policy import DEFAULT_SETUP_PORT, SetupPolicy
@@ -161,13 +162,13 @@ def make_scope(
     ws = configured or [Workspace("conf", lexical.path_components(str(tree / "shared" / "conf")))]
     store = SetupStore(tree, clock=time.time)
     parent = Root.open(shared)
-    stores: dict[str, object] = {}
+    stores = WorkspaceStores()
     scope = RuntimeScope(
         store=store,
         policy=policy,
         parents=[parent],
         configured=ws,
-        stores=stores,  # type: ignore[arg-type]
+        stores=stores,
         extensions=(".md",),
     )
     grants = Grants(ws, [], source=scope)

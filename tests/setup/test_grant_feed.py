@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fsnotes.notes.store import WorkspaceStores
 from fsnotes.security.grants import Access, Grants, Workspace
 from fsnotes.setup.policy import SetupPolicy
 from fsnotes.setup.runtime import RuntimeScope
@@ -62,7 +63,7 @@ def test_the_feed_keeps_grants_fresh_without_a_query_per_request_and_the_last_go
         policy=SetupPolicy(allow=(str(tmp_path / "shared"),)),
         parents=[parent],
         configured=[conf],
-        stores={},
+        stores=WorkspaceStores(),
         extensions=(".md",),
     )
     grants = Grants([conf], [], source=scope)

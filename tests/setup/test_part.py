@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fsnotes.notes.store import NoteStore
+from fsnotes.notes.store import NoteStore, WorkspaceStores
 from fsnotes.security.grants import Access, Grant, Workspace
 from fsnotes.security.seal import Keyring, Sealer
 from fsnotes.setup.part import SetupError, SetupPart, build_setup
@@ -58,7 +58,7 @@ def test_nothing_in_the_setup_package_imports_the_configuration_server_or_comman
 
 
 def _part(
-    tmp_path: Path, policy: SetupPolicy, stores: dict[str, NoteStore], workspaces: list[Workspace]
+    tmp_path: Path, policy: SetupPolicy, stores: WorkspaceStores, workspaces: list[Workspace]
 ) -> SetupPart:
     state = tmp_path / "state"
     state.mkdir(mode=0o700, exist_ok=True)
@@ -75,11 +75,11 @@ def _part(
     )
 
 
-def _configured(tmp_path: Path) -> tuple[list[Workspace], dict[str, NoteStore], Root]:
+def _configured(tmp_path: Path) -> tuple[list[Workspace], WorkspaceStores, Root]:
     (tmp_path / "notes").mkdir()
     root = Root.open(str(tmp_path / "notes"))
     ws = Workspace("notes", lexical.path_components(str(tmp_path / "notes")))
-    return [ws], {"notes": NoteStore(root, extensions=(".md",))}, root
+    return [ws], WorkspaceStores({"notes": NoteStore(root, extensions=(".md",))}), root
 
 
 def test_with_setup_off_the_part_opens_no_page_and_grants_only_the_configuration(

@@ -1,5 +1,6 @@
 """The HTTP transport's pure rules (fsnotes/transport/http_wire.py, http_settings.py): header
-decoding, Accept, mirrored-header checks, listen addresses and the Host/Origin allowlists."""
+decoding, Accept, mirrored-header checks (standard and Mcp-Param-*), listen addresses and the
+Host/Origin allowlists."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import base64
 
 import pytest
 
+from fsnotes.protocol.tool_schema import ParamHeader
 from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_settings import HttpSettings, SettingsError, parse_listen
 
@@ -111,3 +113,76 @@ def test_allowlists_for_a_loopback_bind_and_a_specific_exposed_one() -> None:
     with pytest.raises(SettingsError):
         HttpSettings(host="10.1.2.3", port=80).check()
     HttpSettings(host="127.0.0.5", port=80).check()  # all of 127/8 is loopback
+
+
+# --- Mcp-Param-{Name} headers (x-mcp-header) ---------------------------------------------
+
+MIRRORED = (
+    ParamHeader("Region", ("region",), "string"),
+    ParamHeader("Priority", ("priority",), "integer"),
+    ParamHeader("Dry", ("opts", "dry"), "boolean"),
+)
+
+
+def param_headers(**sent: str) -> list[tuple[bytes, bytes]]:
+    return [(f"mcp-param-{k.lower()}".encode(), v.encode("latin-1")) for k, v in sent.items()]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sent"),
+    [
+        ({"region": "us-west1", "priority": 3}, {"Region": "us-west1", "Priority": "3"}),
+        ({"region": "Hello", "priority": 1}, {"Region": b64("Hello"), "Priority": " 1 "}),
+        ({"region": "SGVsbG8=", "priority": 0}, {"Region": "SGVsbG8=", "Priority": "0"}),
+        (
+            {"region": "=?base64?SGVsbG8=", "priority": 0},
+            {"Region": "=?base64?SGVsbG8=", "Priority": "0"},
+        ),
+        (
+            {"region": "Hello, 世界", "priority": 42},
+            {"Region": b64("Hello, 世界"), "Priority": "42.0"},
+        ),
+        (
+            {"region": "r", "priority": 1, "opts": {"dry": True}},
+            {"Region": "r", "Priority": "1", "Dry": "true"},
+        ),
+        ({"region": "r", "priority": 1, "opts": {"dry": None}}, {"Region": "r", "Priority": "1"}),
+        ({"priority": 1, "other": "x"}, {"Priority": "1", "Unrelated": "x"}),
+    ],
+)
+def test_param_headers_matching_the_arguments_pass(
+    arguments: dict[str, object], sent: dict[str, str]
+) -> None:
+    assert hw.check_param_headers(param_headers(**sent), MIRRORED, arguments) is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sent", "why"),
+    [
+        ({"region": "Hello"}, {}, "Mcp-Param-Region header is missing"),
+        ({"region": "Hello"}, {"Region": "=?base64?SGVsbG8?="}, "not plain visible ASCII"),
+        ({"region": "Hello"}, {"Region": "=?base64?SGVs!!!bG8=?="}, "not plain visible ASCII"),
+        ({"region": "Hello"}, {"Region": "hello"}, "does not match"),
+        ({"region": "Hello"}, {"Region": "caf\xe9"}, "not plain visible ASCII"),
+        ({"region": " padded "}, {"Region": " padded "}, "does not match"),  # must be Base64
+        ({"priority": 42}, {"Priority": "43"}, "does not match"),
+        ({"priority": 42}, {"Priority": "forty-two"}, "does not match"),
+        ({"priority": 42}, {"Priority": "NaN"}, "does not match"),
+        ({"opts": {"dry": False}}, {"Dry": "False"}, "does not match"),
+        ({"region": 7}, {"Region": "7"}, "does not match"),  # the body's type is wrong
+        ({}, {"Region": "us-west1"}, "arguments hold no value"),
+        ({"region": None}, {"Region": "us-west1"}, "arguments hold no value"),
+    ],
+)
+def test_param_headers_missing_malformed_or_different_are_a_mismatch(
+    arguments: dict[str, object], sent: dict[str, str], why: str
+) -> None:
+    fault = hw.check_param_headers(param_headers(**sent), MIRRORED, arguments)
+    assert fault is not None and fault.code == hw.HEADER_MISMATCH
+    assert why in fault.message
+
+
+def test_a_repeated_param_header_is_a_mismatch() -> None:
+    sent = param_headers(Region="a") + param_headers(Region="a")
+    fault = hw.check_param_headers(sent, MIRRORED, {"region": "a"})
+    assert fault is not None and "more than once" in fault.message

@@ -25,14 +25,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
 from fsnotes.notes.history import HistoryUnavailable
 from fsnotes.notes.index.catalog import CatalogUnavailable
 from fsnotes.notes.store import Note, NoteError, display, iso_time
 from fsnotes.notes.tools.errors import ServiceError, explain
 from fsnotes.notes.tools.located import Located
-from fsnotes.notes.tools.models import DeleteResult
+from fsnotes.notes.tools.models import DeleteResult, NotesDeleteArgs
 from fsnotes.notes.tools.service import Notes
-from fsnotes.protocol.registry import ElicitForm, InputRequired
+from fsnotes.protocol.registry import ElicitForm, InputRequired, JSONObject
 from fsnotes.security.consent import Binding, ConsentRefused, Subject, answer_of, open_state
 from fsnotes.security.grants import Access, NotGranted, Workspace
 from fsnotes.security.seal import Sealer
@@ -113,6 +115,70 @@ class DeleteState:
         return dict(zip(ids, self.candidates, strict=True))
 
 
+class DeleteAnswer(BaseModel):
+    """The form the person fills (:meth:`form` renders it) and what an accepted answer must
+    be (:meth:`of` validates it against the notes the question offered).
+
+    Both fields are required: a missing ``confirm`` is not an unticked box but a malformed
+    answer. Strict: ``"true"`` or ``1`` is not a tick, and the chosen note is a string that
+    was one of the options shown. Other keys a host adds are ignored.
+    """
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    note_id: str = Field(title="Note to delete")
+    # The form shows the box unticked ("default" is a hint to the host's form, not a value
+    # the answer may leave out).
+    confirm: bool = Field(
+        title="Yes, delete this note permanently", json_schema_extra={"default": False}
+    )
+
+    @field_validator("note_id")
+    @classmethod
+    def _offered(cls, value: str, info: ValidationInfo) -> str:
+        offered = info.context.get("offered", ()) if isinstance(info.context, Mapping) else ()
+        if value not in offered:
+            raise ValueError("not one of the notes offered")
+        return value
+
+    @classmethod
+    def form(cls, options: list[dict[str, str]]) -> JSONObject:
+        """The flat form schema (elicitation's restricted JSON Schema) offering ``options``
+        (``const``: what the answer carries; ``title``: what the person reads) as the note;
+        the only one preselected when there is one."""
+        properties: dict[str, JSONObject] = {}
+        for name, field in cls.model_fields.items():
+            prop: JSONObject = {"type": _FORM_TYPES[field.annotation], "title": field.title}
+            if isinstance(field.json_schema_extra, dict):
+                prop.update(field.json_schema_extra)
+            properties[name] = prop
+        properties["note_id"]["oneOf"] = options
+        if len(options) == 1:
+            properties["note_id"]["default"] = options[0]["const"]
+        required = [name for name, field in cls.model_fields.items() if field.is_required()]
+        return {"type": "object", "properties": properties, "required": required}
+
+    @classmethod
+    def of(cls, content: Mapping[str, Any], offered: Mapping[str, Candidate]) -> DeleteAnswer:
+        """The validated answer; :class:`ConsentRefused` (the chosen note first, then the box)
+        for one that is not."""
+        try:
+            return cls.model_validate(dict(content), context={"offered": offered})
+        except ValidationError as exc:
+            failed = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+        if "note_id" in failed or not failed:
+            raise ConsentRefused(
+                "The chosen note is not one of those offered in the question; nothing was deleted."
+            )
+        raise ConsentRefused(
+            "The form's 'confirm' answer must be true or false; nothing was deleted."
+        )
+
+
+# The form's field types: elicitation forms are flat, of primitive types only.
+_FORM_TYPES: dict[Any, str] = {str: "string", bool: "boolean"}
+
+
 class DeleteFlow:
     """The confirmed delete; every call gets the requesting principal's view of the notes."""
 
@@ -128,7 +194,7 @@ class DeleteFlow:
 
     # --- first round ---------------------------------------------------------------------
 
-    def ask(self, notes: Notes, args: Mapping[str, Any]) -> InputRequired:
+    def ask(self, notes: Notes, args: NotesDeleteArgs) -> InputRequired:
         """The question for these arguments; ServiceError/NotGranted when there is nothing
         to ask about (not granted, no such note)."""
         ws, found = self._candidates(notes, args)
@@ -147,16 +213,20 @@ class DeleteFlow:
         )
 
     @staticmethod
-    def _binding(notes: Notes, args: Mapping[str, Any]) -> Binding:
-        return Binding.of_call(notes.principal, TOOL_NAME, args, PHASE)
+    def _binding(notes: Notes, args: NotesDeleteArgs) -> Binding:
+        # The digest is of the arguments as the wire carries them (states sealed before the
+        # arguments were typed stay answerable).
+        bound = args.model_dump(mode="json", exclude_none=True)
+        return Binding.of_call(notes.principal, TOOL_NAME, bound, PHASE)
 
     @staticmethod
-    def _candidates(svc: Notes, args: Mapping[str, Any]) -> tuple[Workspace, list[Note]]:
-        if args.get("uri") is not None:
-            loc = svc.locate(str(args["uri"]), Access.DELETE)
+    def _candidates(svc: Notes, args: NotesDeleteArgs) -> tuple[Workspace, list[Note]]:
+        if args.uri is not None:
+            loc = svc.locate(args.uri, Access.DELETE)
             return loc.workspace, [svc.read_located(loc)]
-        ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
-        wanted = str(args["title"]).casefold()
+        title = args.title or ""  # the model holds exactly one of uri and title
+        ws = svc.workspace(args.workspaceUri, Access.DELETE)
+        wanted = title.casefold()
         root = svc.relative(ws, "", allow_empty=True)
         catalog = svc.catalog(root, fresh=True)
         # One more than can be offered: enough to tell "too many" from "this many". Each
@@ -174,18 +244,18 @@ class DeleteFlow:
         if not notes:
             raise ServiceError(
                 f"No note in workspace '{ws.name}' has a title containing "
-                f"'{args['title']}'; check the title with notes_search."
+                f"'{title}'; check the title with notes_search."
             )
         if len(notes) > MAX_DELETE_CANDIDATES:
             raise ServiceError(
                 f"More than {MAX_DELETE_CANDIDATES} notes have a title containing "
-                f"'{args['title']}'; use a more specific title or the note's uri (at most "
+                f"'{title}'; use a more specific title or the note's uri (at most "
                 f"{MAX_DELETE_CANDIDATES} can be offered to the person)."
             )
         return ws, notes
 
     @staticmethod
-    def _form(ws: Workspace, args: Mapping[str, Any], notes: list[Note]) -> ElicitForm:
+    def _form(ws: Workspace, args: NotesDeleteArgs, notes: list[Note]) -> ElicitForm:
         # Everything the person reads goes through the one rule in security.shown: names and
         # titles come from whoever wrote the files, the asked title from the model. Each
         # option's const is its path as shown (one-to-one with the paths, and distinct in
@@ -199,17 +269,10 @@ class DeleteFlow:
             }
             for label, n in zip(labels, notes, strict=True)
         ]
-        note_id: dict[str, Any] = {
-            "type": "string",
-            "title": "Note to delete",
-            "oneOf": options,
-        }
-        if len(options) == 1:
-            note_id["default"] = options[0]["const"]
         asked = (
             f"the note at '{labels[0]}'"
-            if args.get("uri") is not None
-            else f"a note titled like “{shown(str(args['title']))}”"
+            if args.uri is not None
+            else f"a note titled like “{shown(args.title or '')}”"
         )
         return ElicitForm(
             unavailable=(
@@ -222,18 +285,7 @@ class DeleteFlow:
                 "Choose the note and tick the box to delete it permanently; "
                 "decline to keep it."
             ),
-            requested_schema={
-                "type": "object",
-                "properties": {
-                    "note_id": note_id,
-                    "confirm": {
-                        "type": "boolean",
-                        "title": "Yes, delete this note permanently",
-                        "default": False,
-                    },
-                },
-                "required": ["note_id", "confirm"],
-            },
+            requested_schema=DeleteAnswer.form(options),
         )
 
     # --- the retry -----------------------------------------------------------------------
@@ -241,7 +293,7 @@ class DeleteFlow:
     def resume(
         self,
         notes: Notes,
-        args: Mapping[str, Any],
+        args: NotesDeleteArgs,
         state: str,
         responses: Mapping[str, Any] | None,
     ) -> InputRequired | DeleteResult:
@@ -282,40 +334,32 @@ class DeleteFlow:
                 "deleted (missing content is never consent)."
             )
         candidates = sealed.offered()
-        note_id, confirm = content.get("note_id"), content.get("confirm")
-        if not isinstance(note_id, str) or note_id not in candidates:
-            raise ConsentRefused(
-                "The chosen note is not one of those offered in the question; nothing was deleted."
-            )
-        if not isinstance(confirm, bool):
-            raise ConsentRefused(
-                "The form's 'confirm' answer must be true or false; nothing was deleted."
-            )
-        if not confirm:
+        chosen = DeleteAnswer.of(content, candidates)
+        if not chosen.confirm:
             return _result(
                 False,
                 "not_confirmed",
                 "The person did not tick the confirmation box; nothing was deleted.",
             )
-        return self._execute(notes, args, candidates[note_id], sealed)
+        return self._execute(notes, args, candidates[chosen.note_id], sealed)
 
     def _execute(
-        self, svc: Notes, args: Mapping[str, Any], chosen: Candidate, sealed: DeleteState
+        self, svc: Notes, args: NotesDeleteArgs, chosen: Candidate, sealed: DeleteState
     ) -> DeleteResult:
         try:
             # Re-authorize and re-contain from the arguments, as on the first call: a grant
             # revoked meanwhile, or a changed configuration, stops the delete here.
-            if args.get("uri") is not None:
-                loc = svc.locate(str(args["uri"]), Access.DELETE)
+            if args.uri is not None:
+                loc = svc.locate(args.uri, Access.DELETE)
                 ws = loc.workspace
             else:
-                ws = svc.workspace(args.get("workspaceUri"), Access.DELETE)
+                ws = svc.workspace(args.workspaceUri, Access.DELETE)
             if ws.name != sealed.workspace:
                 raise ConsentRefused(
                     "The workspace is no longer the one you confirmed; nothing was deleted."
                 )
             target: Located = svc.relative(ws, chosen.note_id)
-            if args.get("uri") is not None and target.parts != loc.parts:
+            if args.uri is not None and target.parts != loc.parts:
                 raise ConsentRefused(
                     "The confirmed note does not match the uri; nothing was deleted."
                 )

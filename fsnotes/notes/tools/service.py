@@ -23,7 +23,15 @@ from fsnotes.notes.history import History, HistoryUnavailable, Keep, current_eta
 from fsnotes.notes.index.catalog import Catalog, IndexStatus
 from fsnotes.notes.index.indexer import Catalogs
 from fsnotes.notes.index.schema import Row
-from fsnotes.notes.store import Note, NoteError, NoteStore, display, etag_of, iso_time
+from fsnotes.notes.store import (
+    Note,
+    NoteError,
+    NoteStore,
+    WorkspaceStores,
+    display,
+    etag_of,
+    iso_time,
+)
 from fsnotes.notes.text.edits import Edit, apply_edits
 from fsnotes.notes.text.query import QueryError
 from fsnotes.notes.text.query import parse as parse_query
@@ -69,7 +77,7 @@ class NotesService:
     """
 
     grants: Grants
-    stores: dict[str, NoteStore]  # by workspace name
+    stores: WorkspaceStores  # by workspace name
     catalogs: Catalogs
     audit: Auditor
     history: History = field(default_factory=History.off)  # what changes keep (history.py)
@@ -94,7 +102,7 @@ class Notes:
     """
 
     scope: Scope
-    stores: dict[str, NoteStore]
+    stores: WorkspaceStores
     catalogs: Catalogs
     audit: Auditor
     history: History = field(default_factory=History.off)

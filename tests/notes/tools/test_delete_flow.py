@@ -18,8 +18,8 @@ import pytest
 
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
-from fsnotes.notes.tools.confirm import CONFIRM_KEY, STATE_LIFETIME_S
-from fsnotes.notes.tools.models import DeleteResult
+from fsnotes.notes.tools.confirm import CONFIRM_KEY, STATE_LIFETIME_S, DeleteAnswer
+from fsnotes.notes.tools.models import DeleteResult, NotesDeleteArgs
 from fsnotes.notes.tools.service import Notes, ServiceError
 from fsnotes.protocol.registry import ElicitForm, InputRequired
 from fsnotes.security.consent import ConsentRefused
@@ -52,11 +52,12 @@ def ada(server: Server) -> Notes:
 def resume(
     server: Server, args: dict[str, Any], state: str, responses: dict[str, Any] | None
 ) -> InputRequired | Outcome:
-    return settle(lambda: server.deletes.resume(ada(server), args, state, responses))
+    typed = NotesDeleteArgs.model_validate(args)
+    return settle(lambda: server.deletes.resume(ada(server), typed, state, responses))
 
 
 def ask(server: Server, args: dict[str, Any]) -> InputRequired:
-    out = server.deletes.ask(ada(server), args)
+    out = server.deletes.ask(ada(server), NotesDeleteArgs.model_validate(args))
     assert isinstance(out, InputRequired), out
     return out
 
@@ -93,7 +94,9 @@ def test_single_uri_candidate_still_asks(server: Server, vault: Path) -> None:
 
 
 def test_zero_candidates_is_an_error(server: Server) -> None:
-    out = settle(lambda: server.deletes.ask(ada(server), {"title": "no such title anywhere"}))
+    out = settle(
+        lambda: server.deletes.ask(ada(server), NotesDeleteArgs(title="no such title anywhere"))
+    )
     assert isinstance(out, Outcome) and out.error and "No note" in out.error
 
 
@@ -427,3 +430,53 @@ def test_a_removal_that_fails_after_the_claim_spends_the_confirmation_and_says_s
     [row] = [r for r in server.audit.log.read() if r.action == "delete"]
     assert (row.outcome, row.path, row.confirmed_by) == ("failed", "inbox.md", "ada")
     assert row.detail is not None and row.detail.startswith("confirmation spent")
+
+
+def test_the_answer_model_renders_the_form_exactly_as_hosts_get_it() -> None:
+    one = [{"const": "inbox.md", "title": "inbox.md — “Inbox”"}]
+    assert DeleteAnswer.form(one) == {
+        "type": "object",
+        "properties": {
+            "note_id": {
+                "type": "string",
+                "title": "Note to delete",
+                "oneOf": one,
+                "default": "inbox.md",
+            },
+            "confirm": {
+                "type": "boolean",
+                "title": "Yes, delete this note permanently",
+                "default": False,
+            },
+        },
+        "required": ["note_id", "confirm"],
+    }
+    two = [*one, {"const": "b.md", "title": "b.md — “B”"}]
+    assert "default" not in DeleteAnswer.form(two)["properties"]["note_id"]
+
+
+@pytest.mark.parametrize(
+    ("content", "refused"),
+    [
+        ({"note_id": "a.md", "confirm": True}, None),
+        ({"note_id": "a.md", "confirm": False, "extra": 1}, None),  # other keys ignored
+        ({"note_id": "b.md", "confirm": True}, "not one of those offered"),
+        ({"note_id": 5, "confirm": True}, "not one of those offered"),
+        ({"confirm": True}, "not one of those offered"),
+        ({"note_id": "b.md", "confirm": "yes"}, "not one of those offered"),  # the note first
+        ({"note_id": "a.md", "confirm": "true"}, "true or false"),  # strict: no coercion
+        ({"note_id": "a.md", "confirm": 1}, "true or false"),
+        ({"note_id": "a.md"}, "true or false"),  # a missing box is not an unticked one
+    ],
+)
+def test_the_answer_model_validates_the_reply_against_the_notes_offered(
+    content: dict[str, Any], refused: str | None
+) -> None:
+    offered = {"a.md": object()}
+    if refused is None:
+        got = DeleteAnswer.of(content, offered)  # type: ignore[arg-type]
+        assert got.note_id == "a.md" and got.confirm is content["confirm"]
+        return
+    with pytest.raises(ConsentRefused, match=refused) as caught:
+        DeleteAnswer.of(content, offered)  # type: ignore[arg-type]
+    assert str(caught.value).endswith("nothing was deleted.")
