@@ -2,7 +2,8 @@
 
 A cache, never the truth. It holds, per note, what listing and search need without opening
 the file (path, title, tags, links, size, modification time, device and inode, etag) and an
-FTS5 table over title, headings, path, tags, frontmatter values and body. Everything in it
+FTS5 table over title, headings, path, tags, frontmatter values and body, whose text it keeps
+once, the body compressed (see ``texts`` in :mod:`fsnotes.notes.index.schema`). Everything in it
 can be rebuilt from the workspace: a file that is missing, unreadable, corrupt, or of another
 schema is replaced by an empty one (logged) and the scanner fills it again.
 
