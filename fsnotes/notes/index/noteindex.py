@@ -39,6 +39,7 @@ from fsnotes.notes.index.connections import (
     classify,
     state_errors,
 )
+from fsnotes.notes.index.counts import MatchCounts
 from fsnotes.notes.index.newnotes import (
     BULK_INSERTS,
     BULK_TEXT_INSERT,
@@ -115,6 +116,7 @@ class NoteIndex(IndexReads):
         self.extensions = tuple(extensions)
         self._conns = Connections(path)
         self._file_identity: tuple[int, int] | None = None
+        self._counts = MatchCounts()
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -180,6 +182,7 @@ class NoteIndex(IndexReads):
     def _create_locked(self, *, reason: str) -> None:
         """Replace the file by an empty index (the create lock is held)."""
         self._conns.reset()
+        self._counts.forget()
         if reason != "missing":
             log.warning("search index %s is %s; rebuilding it", self.path.name, reason)
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -216,6 +219,7 @@ class NoteIndex(IndexReads):
     def _remember_file(self) -> None:
         st = os.stat(self.path)
         self._file_identity = (st.st_dev, st.st_ino)
+        self._counts.forget()  # another file's counts, or counts from before it was made
 
     def recreate(self) -> None:
         """After :class:`IndexCorrupt`: replace the file by an empty index, unless another
@@ -236,6 +240,11 @@ class NoteIndex(IndexReads):
         self._conns.reset()
 
     # --- plumbing --------------------------------------------------------------------------
+
+    def count_matches(self, match: str, cap: int) -> int:
+        """Notes of the FTS table matching ``match``, counted up to ``cap`` (remembered
+        while the full-text index is unchanged, see :mod:`fsnotes.notes.index.counts`)."""
+        return self._counts.count(self.query, match, cap)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (parameters bound); errors as IndexProblem."""
