@@ -437,10 +437,10 @@ class NoteIndex(IndexReads):
     @staticmethod
     def _delete_id(tx: Tx, note_id: int) -> None:
         conn = tx.conn
-        # The FTS row first: FTS5 reads the words to remove from the ``texts`` row.
+        # The FTS rows first: FTS5 reads the words to remove from the ``texts`` row.
         conn.execute("DELETE FROM fts WHERE rowid=?", (note_id,))
-        conn.execute("DELETE FROM texts WHERE id=?", (note_id,))
         conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
+        conn.execute("DELETE FROM texts WHERE id=?", (note_id,))
         conn.execute("DELETE FROM tags WHERE note=?", (note_id,))
         conn.execute("DELETE FROM links WHERE note=?", (note_id,))
         conn.execute("DELETE FROM front WHERE note=?", (note_id,))

@@ -149,7 +149,9 @@ def row_of(record: Sequence[Any]) -> Row:
 # half the size on the benchmark's vault, a third on prose): FTS5 reads it through the
 # ``fts_source`` view (an external-content table) for excerpts and to remove a note's words
 # when it is deleted or replaced, which is why a note's ``fts`` row goes before its
-# ``texts`` row. Every connection registers the two functions (see register_functions).
+# ``texts`` row; the small ``tfts`` table reads the same row's title, path and scope (it
+# kept a copy of its own: 22 MiB at 100k notes). Every connection registers the two
+# functions (see register_functions).
 DEFLATE = "fsnotes_deflate"
 INFLATE = "fsnotes_inflate"
 # zlib's level: 6, the default, compresses the body a few percent better than 1 for about
@@ -253,6 +255,8 @@ CREATE VIRTUAL TABLE fts USING fts5(
 );
 CREATE VIRTUAL TABLE tfts USING fts5(
     {", ".join(TIER_COLUMNS)}, scope,
+    content = 'texts',
+    content_rowid = 'id',
     tokenize = '{TOKENIZER}'
 );
 """
