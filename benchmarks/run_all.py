@@ -12,6 +12,7 @@ SCRIPTS = [
     "bench_sandbox.py",
     "bench_protocol.py",
     "bench_notes.py",
+    "bench_parse.py",
     "bench_state.py",
     "bench_history.py",
     "bench_outage.py",

@@ -43,7 +43,9 @@ from fsnotes.notes.tools.confirm import DeleteFlow
 from fsnotes.notes.tools.prompts import NotesPrompts
 from fsnotes.notes.tools.resources import NotesResources
 from fsnotes.notes.tools.service import NotesService
+from fsnotes.protocol import limits
 from fsnotes.protocol.registry import App
+from fsnotes.runtime.tasks import STOPPED, TaskHost
 from fsnotes.security.grants import Access, Grants
 from fsnotes.security.seal import Keyring, Sealer
 from fsnotes.security.tokens import BearerTokens, TokenEntry
@@ -53,6 +55,7 @@ from fsnotes.state.audit import Auditor, AuditUnavailable, default_instance, ope
 from fsnotes.state.history_store import HistoryStore, HistoryUnavailable
 from fsnotes.state.replay import SQLReplayStore, StoreBusy, open_replay
 from fsnotes.state.shared import SharedState, StateUnavailable
+from fsnotes.state.tasks import TaskStoreError, open_tasks
 from sandbox.errors import SandboxError
 from sandbox.jail import JailError, JailReport, apply_landlock, runtime_read_only_paths
 from sandbox.root import Root
@@ -178,6 +181,12 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         except AuditUnavailable as exc:
             raise ConfigError(f"cannot open the audit log ({shared.where}): {exc}") from None
         history = open_history(config, clock, shared)
+        try:
+            task_store = open_tasks(
+                shared, clock=clock, stale_after=limits.TASK_STALE_S, lost=STOPPED
+            )
+        except TaskStoreError as exc:
+            raise ConfigError(f"cannot open the task store ({shared.where}): {exc}") from None
         # Follows seal-keys.json while serving: a rotated key seals at the next question, a
         # retired one stops verifying (fsnotes/security/seal.py).
         sealer = Sealer(
@@ -219,6 +228,7 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         grants=grants, stores=stores, catalogs=catalogs, audit=audit, history=history
     )
     deletes = DeleteFlow(sealer, replay, clock)
+    tasks = TaskHost(task_store)
     app = App(
         name="fsnotes",
         version=__version__,
@@ -227,7 +237,8 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         tools=[*build_tools(service, deletes), *setup.tools],
         resources=NotesResources(service),
         prompts=NotesPrompts(service, config.daily),
-        lifespan=_lifespan(catalogs, setup.lifespan),
+        lifespan=_lifespan(catalogs, setup.lifespan, tasks),
+        tasks=tasks,
     )
     return Server(
         app=app,
@@ -276,15 +287,16 @@ def open_history(config: Config, clock: Any, shared: SharedState | None = None) 
 def _lifespan(
     catalogs: Catalogs,
     page: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None,
+    tasks: TaskHost,
 ) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
     """What runs as long as the server serves, in the background (nothing waits for it to
     start: initialize is answered at once): the search indexes built and kept fresh (the
-    first full scan also removes what killed writes left behind), and the setup page's
-    runner when setup is on."""
+    first full scan also removes what killed writes left behind), the MCP tasks' host, and
+    the setup page's runner when setup is on."""
 
     @contextlib.asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
-        async with anyio.create_task_group() as tg:
+        async with tasks.serving(), anyio.create_task_group() as tg:
             tg.start_soon(catalogs.run)
             try:
                 if page is None:

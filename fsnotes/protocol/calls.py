@@ -57,6 +57,18 @@ class Channel(Protocol):
 Handler = Callable[["Call", Channel], Awaitable[JSONObject]]
 
 
+class TaskHooks(Protocol):
+    """What a call that may become a task offers its handler (set by the task runner)."""
+
+    async def detach(self, message: str | None) -> bool:
+        """Answer the client with a task handle now; whether the call is (now) a task."""
+        ...
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Progress of a task: its status message from now on."""
+        ...
+
+
 @dataclass
 class Call:
     """A validated request, ready to run: its era, the principal it acts for, and, in the
@@ -82,6 +94,8 @@ class Call:
     # False once the request has been answered or cancelled: progress and logs are dropped.
     active: bool = True
     last_progress: float | None = None
+    # Set by the task runner while a call that may become a task runs (Tasks extension).
+    task: TaskHooks | None = None
 
 
 @dataclass(frozen=True)
@@ -107,10 +121,16 @@ class _Runtime:
         self._call = call
         self._channel = channel
 
+    async def run_as_task(self, message: str | None) -> bool:
+        hooks = self._call.task
+        return False if hooks is None else await hooks.detach(message)
+
     async def report_progress(
         self, progress: float, total: float | None, message: str | None
     ) -> None:
         call = self._call
+        if call.task is not None:
+            call.task.progress(progress, total, message)
         # Progress only for a token of a request still in flight, strictly increasing.
         if not call.active or call.progress_token is None:
             return
@@ -187,6 +207,18 @@ def context(
     )
 
 
+def check_askable(ctx: RequestContext, outcome: InputRequired) -> None:
+    """2026-07-28: raise -32021 unless this request declared every capability the input
+    ``outcome`` asks for needs (it must be declared on *this* request)."""
+    missing = [r for r in outcome.requests.values() if not ctx.supports(r)]
+    if missing:
+        raise Fault(
+            MISSING_CLIENT_CAPABILITY,
+            "Missing required client capability: " + ", ".join(describe_need(r) for r in missing),
+            {"requiredCapabilities": required_capabilities(missing)},
+        )
+
+
 async def drive(
     call: Call,
     channel: Channel,
@@ -212,13 +244,7 @@ async def drive(
         missing = [r for r in outcome.requests.values() if not ctx.supports(r)]
         if missing:
             if call.era == "modern":
-                # -32021: the capability must be declared on *this* request.
-                raise Fault(
-                    MISSING_CLIENT_CAPABILITY,
-                    "Missing required client capability: "
-                    + ", ".join(describe_need(r) for r in missing),
-                    {"requiredCapabilities": required_capabilities(missing)},
-                )
+                check_askable(ctx, outcome)
             # The legacy adapter's fallback: the handler's own sentence for a form this host
             # cannot show, else a generic one. Either way nothing was asked, nothing done.
             for r in missing:

@@ -36,6 +36,7 @@ from fsnotes.protocol.registry import (
     supports_elicitation,
 )
 from fsnotes.protocol.session import Session
+from fsnotes.protocol.tasks import TASK_METHODS, TASKS_EXTENSION
 from fsnotes.protocol.versions import ADVERTISED_VERSIONS, LEGACY_VERSIONS, MODERN_VERSIONS
 from fsnotes.protocol.wire import (
     INTERNAL_ERROR,
@@ -64,6 +65,11 @@ _RETRYABLE = ("tools/call", "resources/read", "prompts/get")
 # Methods 2026-07-28 removed that the handlers serve in the legacy era (D26 changelog 4:
 # subscriptions/listen replaces them).
 _LEGACY_ONLY = ("resources/subscribe", "resources/unsubscribe")
+# The Tasks extension's methods exist only in 2026-07-28 (SEP-2663); to a legacy session
+# they are unknown (we advertise no 2025-11-25 tasks capability).
+_MODERN_ONLY = TASK_METHODS
+# Of the methods that are not tools, those that change something (may not run again).
+_WRITES = ("tasks/update", "tasks/cancel")
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,8 @@ class Dispatcher:
             caps["prompts"] = {} if modern else {"listChanged": False}
         if self.app.resources is not None or self.app.prompts is not None:
             caps["completions"] = {}  # template arguments, prompt arguments
+        if modern and self.app.tasks is not None:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def _modern(
@@ -317,7 +325,11 @@ class Dispatcher:
             body = self.tools.page(params.get("cursor"), modern=era == "modern")
             return Reply(self._result(request_id, era, body))
         handler = self.handlers.table.get(method)
-        if handler is None or (era == "modern" and method in _LEGACY_ONLY):
+        if (
+            handler is None
+            or (era == "modern" and method in _LEGACY_ONLY)
+            or (era == "legacy" and method in _MODERN_ONLY)
+        ):
             # Unknown, removed in this era, or a capability we did not advertise.
             raise Fault(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "tools/call":
@@ -325,7 +337,8 @@ class Dispatcher:
             entry = self.tools.get(name) if isinstance(name, str) else None
             reads_only = entry is not None and entry.tool.annotations.read_only
         else:
-            reads_only = True  # resources, prompts and completion only read
+            # Resources, prompts, completion and tasks/get only read.
+            reads_only = method not in _WRITES
         return Call(
             id=request_id,
             method=method,

@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.protocol import limits
-from fsnotes.protocol.calls import Asking, Call, Channel, Handler, InputUnavailable, drive
+from fsnotes.protocol.calls import (
+    Asking,
+    Call,
+    Channel,
+    Handler,
+    InputUnavailable,
+    check_askable,
+    drive,
+)
 from fsnotes.protocol.calls import context as call_context
 from fsnotes.protocol.encoding import encode_input_required, text_result, tool_result
 from fsnotes.protocol.registry import (
@@ -33,6 +42,8 @@ from fsnotes.protocol.registry import (
     ToolResult,
     URLElicitationRequired,
 )
+from fsnotes.protocol.tasks import TASK_METHODS, missing_extension, opted_in
+from fsnotes.protocol.tasks import serve as serve_task_method
 from fsnotes.protocol.tool_schema import (
     ParamHeader,
     SchemaError,
@@ -151,6 +162,35 @@ def describe(tool: Tool[Any, Any]) -> ToolEntry:
     return ToolEntry(tool, input_schema, descriptor, headers)
 
 
+T = TypeVar("T")
+
+
+async def _settled(name: str, call: Call, work: Awaitable[T]) -> T | JSONObject:
+    """``work``'s outcome, or the tool error body a tool's failure is reported as. Protocol
+    errors (Fault, InvalidParams, URLElicitationRequired, and MissingCapability in the
+    2026-07-28 era) propagate: they are the request's error, or a task's failure. Any other
+    exception is the tool's failure, reported as a tool error, as before tasks."""
+    try:
+        return await work
+    except (Fault, InvalidParams, URLElicitationRequired):
+        raise
+    except MissingCapability as exc:
+        if call.era == "modern":
+            raise
+        # 2025-11-25 has no capability error code: tools report it as a tool error.
+        return text_result(exc.message, is_error=True)
+    except ResourceNotFound as exc:
+        return text_result(f"{exc}. Check the URI and try again.", is_error=True)
+    except ToolError as exc:
+        body = text_result(exc.message, is_error=True)
+        if exc.structured is not None:
+            body["structuredContent"] = exc.structured
+        return body
+    except Exception:
+        _log.exception("tool %s failed (request %r)", name, call.id)
+        return text_result("Internal error", is_error=True)
+
+
 def _page(call: Call) -> str | None:
     cursor = call.params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
@@ -192,6 +232,9 @@ class Handlers:
             table["prompts/get"] = self.prompts_get
         if app.resources is not None or app.prompts is not None:
             table["completion/complete"] = self.complete
+        if app.tasks is not None:
+            for method in TASK_METHODS:
+                table[method] = self.tasks_method
         # Unknown methods, those removed in an era and capabilities not advertised are absent.
         self.table = table
 
@@ -222,30 +265,37 @@ class Handlers:
                 return ToolResult(structured=outcome)  # the tool's result model
             return outcome
 
-        try:
-            outcome = await drive(call, channel, run, self.asking)
-        except (Fault, InvalidParams, URLElicitationRequired):
-            raise
-        except MissingCapability as exc:
-            if call.era == "modern":
-                raise
-            # 2025-11-25 has no capability error code: tools report it as a tool error.
-            return text_result(exc.message, is_error=True)
-        except ResourceNotFound as exc:
-            return text_result(f"{exc}. Check the URI and try again.", is_error=True)
-        except ToolError as exc:
-            body = text_result(exc.message, is_error=True)
-            if exc.structured is not None:
-                body["structuredContent"] = exc.structured
-            return body
-        except Exception:
-            _log.exception("tool %s failed (request %r)", name, call.id)
-            return text_result("Internal error", is_error=True)
+        service = self.app.tasks
+        if service is not None and call.era == "modern" and tool.task_support != "forbidden":
+            if opted_in(call.capabilities):
+
+                async def step(
+                    responses: Mapping[str, Any] | None, state: str | None
+                ) -> JSONObject | InputRequired:
+                    ctx = call_context(call, channel, responses, state)
+                    outcome = await _settled(name, call, run(ctx))
+                    if isinstance(outcome, InputRequired):
+                        check_askable(ctx, outcome)
+                        return outcome
+                    return outcome if isinstance(outcome, dict) else tool_result(outcome)
+
+                body: JSONObject = await service.run(call, channel, step)
+                return body
+            if tool.task_support == "required":
+                raise missing_extension(f"the tool {name}")
+
+        outcome = await _settled(name, call, drive(call, channel, run, self.asking))
+        if isinstance(outcome, dict):
+            return outcome
         if isinstance(outcome, InputRequired):
             return encode_input_required(outcome)
         if isinstance(outcome, InputUnavailable):
             return text_result(outcome.text, is_error=True)
         return tool_result(outcome)
+
+    async def tasks_method(self, call: Call, channel: Channel) -> JSONObject:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (:mod:`fsnotes.protocol.tasks`)."""
+        return await serve_task_method(self.app.tasks, call)
 
     # --- resources, completion ---------------------------------------------------------------
 

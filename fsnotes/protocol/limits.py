@@ -125,3 +125,31 @@ MAX_COMPLETION_VALUES = 100
 
 # How much of a bad argument value is quoted back in a validation message.
 MAX_QUOTED_VALUE_CHARS = 80
+
+# The longest task id a tasks/* request may name: ours are 32 characters (token_urlsafe(24));
+# a longer one is no task of ours, refused before any store is asked.
+MAX_TASK_ID_CHARS = 128
+
+# --- MCP tasks (the Tasks extension, fsnotes/runtime/tasks.py) ---------------------------------
+# A call that may become a task and is still running after this long becomes one (measured,
+# whatever the tool): hosts and proxies time out calls after tens of seconds (the Python SDK
+# client gave up on a 20 s wait), and a call still busy after 2 s is one that waits on a
+# rewrite, an index build or a busy store, which last far longer than 2 s more often than not.
+TASK_AFTER_S = 2.0
+# How often a running task tells the store it is alive (and writes its status message): one
+# small row write, so cheap; often enough that a status message is at most this stale.
+TASK_BEAT_S = 1.0
+# A task whose owner has not beaten for this long reads as failed (its instance died): ten
+# beats, so that a loaded machine (2 cores shared, the store's lock waits) never loses a task
+# that is alive, while a dead one is reported within a quarter of a minute.
+TASK_STALE_S = 15.0
+# How long a task and its result are kept after its last change: an hour lets a client that
+# restarted or lost its connection come back for the result; longer would keep results of
+# calls nobody will read.
+TASK_TTL_MS = 3_600_000
+# What a client is told to wait between polls: a rewrite reports progress about this often.
+TASK_POLL_MS = 1_000
+# Most tasks one process runs at once; past it a call runs as a plain call (the client waits).
+# Each holds a coroutine and, while it works, a worker thread: the same order as the requests
+# in flight of one client.
+MAX_RUNNING_TASKS = 32

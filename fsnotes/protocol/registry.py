@@ -264,6 +264,8 @@ class RequestRuntime(Protocol):
 
     def completion_notifier(self, elicitation_id: str) -> Callable[[], Awaitable[None]] | None: ...
 
+    async def run_as_task(self, message: str | None) -> bool: ...
+
 
 class RequestContext:
     """What a handler knows about the request it serves, and what it may send while in flight.
@@ -372,6 +374,18 @@ class RequestContext:
             return None
         return self._runtime.completion_notifier(elicitation_id)
 
+    async def run_as_task(self, message: str | None = None) -> bool:
+        """Say this call's work will take long (a rewrite of many notes, a wait for an index
+        build): if the request opted in to the Tasks extension and the tool supports tasks,
+        the client is answered with a task handle now, ``message`` is the task's first
+        status message, and this handler goes on in the background, its result becoming the
+        task's. Returns whether the call is now a task; otherwise nothing changed and the
+        client waits for the result as usual. Once a task, progress reported with
+        :meth:`report_progress` is also the task's status message."""
+        if self._runtime is None:
+            return False
+        return await self._runtime.run_as_task(message)
+
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Log ``data`` at ``level``: always to stderr; to the client when it asked for it.
 
@@ -426,6 +440,11 @@ class Tool(Generic[ArgsT, ResultT]):
     annotations: ToolAnnotations
     handler: Callable[[RequestContext, ArgsT], Awaitable[ResultT | ToolResult | InputRequired]]
     input_schema: JSONObject | None = None
+    # The Tasks extension (2026-07-28): "forbidden", never a task; "optional", a task when
+    # the client opted in and the call proves long (its handler says so with
+    # RequestContext.run_as_task, or it is still running after limits.TASK_AFTER_S);
+    # "required", only as a task (-32021 to a request that did not opt in).
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"
 
 
 # --- resources and prompts -----------------------------------------------------------------
@@ -531,3 +550,7 @@ class App:
     # services that live as long as the server (e.g. the setup page). Its failure on entry
     # stops the server before it reads a message.
     lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None
+    # Who runs MCP tasks (a fsnotes.protocol.tasks.TaskService; typed loosely here, where
+    # that module cannot be imported without a circle): None, and the Tasks extension is
+    # neither advertised nor served.
+    tasks: Any = None

@@ -21,25 +21,30 @@ if TYPE_CHECKING:
     from fsnotes.runtime.budget import InFlightBudget
     from fsnotes.runtime.connection import Out, ServerConnection
     from fsnotes.runtime.runner import Job, Runner, Write
+    from fsnotes.runtime.tasks import STOPPED, TaskHost
 
 __all__ = [
+    "STOPPED",
     "AnswerBudget",
     "InFlightBudget",
     "Job",
     "Out",
     "Runner",
     "ServerConnection",
+    "TaskHost",
     "Write",
 ]
 
 # The module of this package that defines each public name.
 _HOME = {
+    "STOPPED": "tasks",
     "AnswerBudget": "answers",
     "InFlightBudget": "budget",
     "Job": "runner",
     "Out": "connection",
     "Runner": "runner",
     "ServerConnection": "connection",
+    "TaskHost": "tasks",
     "Write": "runner",
 }
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     )
     from fsnotes.state.shared import DB_FILES, SharedState, StateUnavailable
     from fsnotes.state.sqlite import LocalDB
+    from fsnotes.state.tasks import TaskStoreError, open_tasks
 
 __all__ = [
     "DB_FILES",
@@ -77,6 +78,7 @@ __all__ = [
     "StateUnavailable",
     "StoreBusy",
     "StoreFull",
+    "TaskStoreError",
     "Ticket",
     "Version",
     "audit_chain",
@@ -84,6 +86,7 @@ __all__ = [
     "history_store",
     "open_audit",
     "open_replay",
+    "open_tasks",
     "parse_checkpoint",
     "statedir",
 ]
@@ -115,6 +118,7 @@ _HOME = {
     "StateUnavailable": "shared",
     "StoreBusy": "replay",
     "StoreFull": "replay",
+    "TaskStoreError": "tasks",
     "Ticket": "audit",
     "Version": "history_store",
     "audit_chain": "audit_chain",
@@ -122,6 +126,7 @@ _HOME = {
     "history_store": "history_store",
     "open_audit": "audit",
     "open_replay": "replay",
+    "open_tasks": "tasks",
     "parse_checkpoint": "audit_chain",
     "statedir": "statedir",
 }

@@ -28,7 +28,12 @@ if TYPE_CHECKING:
     from fsnotes.state.postgres import Postgres
 
 # The SQLite file of each store in the state directory.
-DB_FILES = {"replay": "replay.sqlite3", "setup": "setup.sqlite3", "audit": "audit.sqlite3"}
+DB_FILES = {
+    "replay": "replay.sqlite3",
+    "setup": "setup.sqlite3",
+    "audit": "audit.sqlite3",
+    "tasks": "tasks.sqlite3",
+}
 
 
 class StateUnavailable(Exception):

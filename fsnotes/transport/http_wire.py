@@ -41,7 +41,16 @@ MAX_BODY_BYTES = limits.MAX_LINE_BYTES
 MAX_HEADER_BYTES = 16 * 1024
 
 # The body member each method's Mcp-Name mirrors (streamable-http "Standard Request Headers").
-NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_SOURCES = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The Tasks extension's requests name their task (SEP-2663 "Streamable HTTP: Routing
+    # Headers").
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 # The Base64 sentinel form of a header value (streamable-http "Value Encoding"): markers are
 # case-sensitive and must appear exactly so.

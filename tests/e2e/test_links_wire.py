@@ -178,3 +178,38 @@ def test_tags_and_where_filters(client: Client, vault: Path) -> None:
     assert [r["path"] for r in found["results"]] == ["projects/plan.md"]
     bad = client.tool("notes_list", {"where": {"status": ["a", "b"]}})
     assert bad["isError"] is True and "where" in bad["content"][0]["text"]
+
+
+# Issue 26: link syntax inside code (an indented block, code spans of two and three
+# backticks) is the note's text: not listed as a link, never rewritten by a move.
+IN_CODE = {
+    "plan.md": "# Plan\n",
+    "howto.md": (
+        "# Howto\n\ntext\n\n    [[plan]] [p](plan.md)\n\n"
+        "``[[plan]]`` and ```[[tripleghost]]``` and ``[[dblghost]]``\n"
+    ),
+    "uses.md": "# Uses\n\nSee [[plan]].\n",
+}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_links_in_code_are_not_links_and_a_move_leaves_them(tmp_path: Path, era: str) -> None:
+    root = tmp_path / "notes"
+    for rel, text in IN_CODE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    w = Wire(root, tmp_path / "state")
+    try:
+        client = Client(w, era)
+        howto = client.ok("notes_links", {"uri": (root / "howto.md").as_uri()})
+        assert howto["outgoing"] == []
+        plan = client.ok("notes_links", {"uri": (root / "plan.md").as_uri()})
+        assert [b["path"] for b in plan["backlinks"]] == ["uses.md"]
+        moved = client.ok(
+            "notes_move", {"uri": (root / "plan.md").as_uri(), "newPath": "done/roadmap.md"}
+        )
+        assert [u["path"] for u in moved["linksUpdated"]] == ["uses.md"]
+        assert (root / "howto.md").read_text() == IN_CODE["howto.md"]
+        assert (root / "uses.md").read_text() == "# Uses\n\nSee [[roadmap]].\n"
+    finally:
+        w.close()

@@ -171,3 +171,29 @@ def test_related_notes_resolves_links_as_notes_links_does(workspace: Path, tmp_p
                 assert back == {"hub/hub.md"} and to == set()
     finally:
         w.close()
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_folder_completion_offers_only_folders_holding_notes(
+    workspace: Path, tmp_path: Path, era: str
+) -> None:
+    # Issue 26: 'media' and 'projects/img' hold only attachments; summarising them fails.
+    for rel in ("media/pic.png", "projects/img/chart.png"):
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_bytes(b"\x89PNG\r\n")
+    (workspace / "projects" / "roadmap.md").write_text("# Roadmap\n\n![chart](img/chart.png)\n")
+    w = EraWire(workspace, tmp_path / "state", era)
+    try:
+        offered = _complete(w, "summarise_folder", "folder", "")["values"]
+        assert offered == ["garden", "projects"]
+        for folder in offered:
+            got = w.result(
+                "prompts/get", {"name": "summarise_folder", "arguments": {"folder": folder}}
+            )
+            assert got["messages"]
+        error = w.error(
+            "prompts/get", {"name": "summarise_folder", "arguments": {"folder": "media"}}
+        )
+        assert error["code"] == -32602 and "no notes in folder 'media'" in error["message"]
+    finally:
+        w.close()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from e2e.eras import EraWire
+from fsnotes.notes.text.markdown import split_frontmatter
 
 NOTE = """---
 title: Shed
@@ -143,3 +145,27 @@ def test_the_update_schema_offers_every_edit_kind(era_wire: EraWire) -> None:
     items = tools["notes_update"]["inputSchema"]["properties"]["edits"]["anyOf"][0]["items"]
     kinds = [set(alt["required"]) for alt in items["oneOf"]]
     assert kinds == [{"oldText", "newText"}, {"heading", "op", "text"}, {"frontmatterKey", "op"}]
+
+
+def test_the_documented_quoting_examples_are_written_as_documented(
+    era_wire: EraWire, workspace: Path
+) -> None:
+    # Issue 26: docs/tools.md's examples of quoted values, set over the wire, are in the
+    # file as the manual shows them (and a value with a quote that needs none stays plain).
+    manual = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
+    (examples,) = re.findall(r"in single quotes[^(]*\(([^)]*)\)", " ".join(manual.split()))
+    shown = [e.strip("`") for e in re.findall(r"``?[^`]+``?", examples)]
+    uri = (workspace / "shed.md").as_uri()
+    for written in [*shown, "it's"]:
+        value = split_frontmatter(f"---\nk: {written}\n---\n")[0]["k"]
+        etag = era_wire.tool("notes_read", {"uri": uri})["structuredContent"]["etag"]
+        result = era_wire.tool(
+            "notes_update",
+            {
+                "uri": uri,
+                "etag": etag,
+                "edits": [{"frontmatterKey": "k", "op": "set", "value": value}],
+            },
+        )
+        assert result.get("isError") is not True, result
+        assert f"\nk: {written}\n" in (workspace / "shed.md").read_text(), written

@@ -165,25 +165,10 @@ KNOWN_FAILURES: dict[tuple[str, str, str], Known] = {
 }
 
 
-# The Tasks extension's scenarios (io.modelcontextprotocol/tasks, SEP-2663), unscored at
-# 2026-07-28 ("extension"). They run and are reported; whether they pass is not asserted yet,
-# because the extension is being built (issue 25). Every other scenario a run executes, scored
-# or not, must pass or fail exactly as KNOWN_FAILURES says.
-PENDING: dict[str, str] = {
-    name: "the Tasks extension is not built yet (issue 25)"
-    for name in (
-        "tasks-lifecycle",
-        "tasks-capability-negotiation",
-        "tasks-wire-fields",
-        "tasks-request-state-removal",
-        "tasks-mrtr-input",
-        "tasks-request-headers",
-        "tasks-dispatch-and-envelope",
-        "tasks-status-notifications",
-        "tasks-required-task-error",
-        "tasks-mrtr-composition",
-    )
-}
+# Scenarios a run executes and reports without holding them to a verdict, with the reason (a
+# scenario for a feature being built). None at present: every scenario, scored or not, must
+# pass or fail exactly as KNOWN_FAILURES says (the ten Tasks extension scenarios pass).
+PENDING: dict[str, str] = {}
 
 
 @dataclass

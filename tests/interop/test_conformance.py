@@ -68,3 +68,30 @@ def test_the_product_passes_every_scenario_that_needs_no_test_tool(
     run = runs[("product", revision)]
     assert sorted(run.outcomes) == sorted(PRODUCT_SCENARIOS[revision]), explain(run)
     assert not run.unexpected(), explain(run)
+
+
+# The Tasks extension's scenarios (io.modelcontextprotocol/tasks, SEP-2663): the 2026-07-28
+# run executes them without scoring them (its requirements file lists them as pending
+# against the suite's own reference fixture); ours must pass every one of them.
+TASKS_SCENARIOS = (
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+)
+
+
+@pytest.mark.parametrize("scenario", TASKS_SCENARIOS)
+def test_the_fixture_passes_the_tasks_extension_scenarios(
+    runs: dict[tuple[str, str], Run], scenario: str
+) -> None:
+    run = runs[("fixture", "2026-07-28")]
+    outcome = run.outcomes.get(scenario)
+    assert outcome is not None, f"the suite did not run {scenario}"
+    assert outcome.passed, outcome.failures

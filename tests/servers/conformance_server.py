@@ -31,7 +31,9 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -57,6 +59,7 @@ from fsnotes.security.tokens import BearerTokens, TokenEntry, digest_of
 from fsnotes.transport.http_server import bind, run_http
 from fsnotes.transport.http_settings import DEFAULT_HOST, HttpSettings
 from tests.servers.conformance_schemas import schema_tools
+from tests.servers.conformance_tasks import with_tasks
 
 # A 1x1 red PNG and a minimal WAV header, as the scenarios suggest.
 PNG = (
@@ -800,7 +803,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tokens = BearerTokens([TokenEntry(PRINCIPAL, digest_of(token))], state_dir=None)
     settings = HttpSettings(host=DEFAULT_HOST, port=args.port)
-    run_http(build_app(), settings, tokens, bind(settings.host, settings.port))
+    # The Tasks extension's tools and task store (tests/servers/conformance_tasks.py).
+    with tempfile.TemporaryDirectory(prefix="fsnotes-conformance-") as state_dir:
+        app = with_tasks(build_app(), Path(state_dir))
+        run_http(app, settings, tokens, bind(settings.host, settings.port))
     return 0
 
 

@@ -25,7 +25,14 @@ import httpx2
 REPO = Path(__file__).resolve().parents[2]
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_SOURCES = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 ACCEPT = "application/json, text/event-stream"
 _SERVING = re.compile(r"serving MCP over HTTP at (http://(\S+?)/mcp)")
 

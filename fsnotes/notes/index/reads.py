@@ -67,6 +67,11 @@ class IndexReads(abc.ABC):
         )
         return {parts_of(r[0]) for r in rows}
 
+    def note_folders(self) -> set[Components]:
+        """Every folder that directly holds an indexed note (not one holding only
+        attachments or files rejected as notes: there is nothing there to read)."""
+        return {parts_of(r[0]) for r in self.query("SELECT DISTINCT folder FROM notes")}
+
     def get(self, parts: Components) -> Row | None:
         found = self.query(f"SELECT {ROW_COLUMNS} FROM notes WHERE key=?", (key_of(parts),))
         return row_of(found[0]) if found else None

@@ -27,7 +27,10 @@ from sandbox.root import FileIdentity, FileInfo
 from sandbox.uri import Components
 
 # Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 7
+# 7: indented code and code spans of any length are code (no links)
+# 8: the text kept once, compressed, in ``texts`` (external-content FTS tables); incremental
+#    auto-vacuum
+SCHEMA_VERSION = 8
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 

@@ -7,8 +7,9 @@ without frontmatter gets a block made for the key.
 
 Values are YAML scalars (strings, integers, decimals, true/false, null) or flat lists of
 them. A string is written plain when YAML and note apps read it back as the same string, and
-in single quotes otherwise (``'yes'``, ``'3'``, ``'a: b'``, ``'it''s'``); ISO dates
-(``2026-12-03``) are written plain, as note apps write them. Refused, with a sentence that
+in single quotes otherwise, a quote in them doubled (``'yes'``, ``'3'``, ``'a: b'``,
+``'it''s: ok'``; ``it's`` itself stays plain); ISO dates (``2026-12-03``) are written plain,
+as note apps write them. Refused, with a sentence that
 says why: keys that are not a plain name, values with line breaks or control characters,
 values or lists over the limits below. After the edit the block is read again with the
 reader the index uses, and the edit is refused unless every other key reads as before, the

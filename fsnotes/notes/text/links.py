@@ -6,7 +6,8 @@ backlinks resolve with :func:`resolve` (:mod:`fsnotes.notes.index.linkgraph`), a
 with :func:`render` (:mod:`fsnotes.notes.tools.relink`), so the three can never disagree about
 what a link means.
 
-What is a link (in the body, outside fenced code blocks and inline code; never in the
+What is a link (in the body, outside code: fenced and indented code blocks and code spans,
+as :mod:`fsnotes.notes.text.code` finds them by CommonMark's rules; never in the
 frontmatter):
 
 * a wikilink ``[[target]]``, ``[[target#heading]]``, ``[[target|alias]]``, and the embed
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 from urllib.parse import unquote
 
+from fsnotes.notes.text import code
 from sandbox.uri import Components
 
 # File types that a link names as an attachment rather than a note: Obsidian's own list of
@@ -58,13 +60,6 @@ ATTACHMENT_EXTENSIONS = frozenset(
 Style = Literal["name", "path"]
 Problem = Literal["outside", "invalid"]
 
-# A fenced code block (as in fsnotes.notes.text.markdown) and inline code: masked before links
-# are looked for, keeping every offset, so that a match's span is its place in the text.
-_FENCED_BLOCK = re.compile(
-    r"^[ \t]{0,3}(```|~~~)[^\n]*\n.*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL
-)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-_NOT_NEWLINE = re.compile(r"[^\n]")
 # [[target#heading|alias]]; a '!' just before it makes it an embed. The target holds no
 # '[', ']', '|', '#' or newline (as in Obsidian). Both patterns start with a literal '[' so
 # that the regex engine scans for it (an optional '!' group first made parsing 3x slower).
@@ -101,21 +96,14 @@ class Occurrence(NamedTuple):
     angle: bool = False  # a Markdown destination written in <...>
 
 
-def _mask_code(body: str) -> str:
-    """``body`` with fenced code blocks and inline code blanked (newlines and length kept)."""
-    if "```" in body or "~~~" in body:
-        body = _FENCED_BLOCK.sub(lambda m: _NOT_NEWLINE.sub(" ", m.group(0)), body)
-    if "`" in body:
-        body = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), body)
-    return body
-
-
-def occurrences(body: str, offset: int = 0) -> list[Occurrence]:
+def occurrences(body: str, offset: int = 0, masked: str | None = None) -> list[Occurrence]:
     """Every link in ``body`` (the text after the frontmatter), in text order. Spans are
-    offsets into the whole text when ``offset`` is where ``body`` starts in it."""
+    offsets into the whole text when ``offset`` is where ``body`` starts in it. ``masked``:
+    ``code.mask(body)``, when the caller has it already."""
     if "[" not in body:
         return []
-    masked = _mask_code(body)
+    if masked is None:
+        masked = code.mask(body)
     found: list[Occurrence] = []
     if "[[" in masked:
         for m in _WIKILINK.finditer(masked):

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsnotes.notes.text import code
 from fsnotes.notes.text.links import Occurrence, occurrences
 
 FRONTMATTER_OPEN = "---"
@@ -23,12 +24,6 @@ FRONTMATTER_CLOSE = ("---", "...")
 # and treat the file as having none (keeps a malformed file from costing a full scan).
 MAX_FRONTMATTER_LINES = 500
 
-# A fenced code block: from an opening fence to the same fence (or the end of the text).
-# The whole text is scanned once per pattern rather than line by line: notes are parsed on
-# every read and list, so this is the hot path of the notes layer.
-_FENCED_BLOCK = re.compile(
-    r"^[ \t]{0,3}(```|~~~)[^\n]*\n.*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL
-)
 # Any ATX heading, levels 1-6 (the search index weights them above body text), with its
 # run of '#': a run is followed by a blank, so it is the level. One pass finds both the
 # level-1 headings (the title's source) and all of them.
@@ -39,7 +34,6 @@ _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTI
 # (The '#' comes first and the look-behinds then include it, so the engine scans for '#'
 # instead of evaluating look-behinds at every position: 5x faster on prose.)
 _TAG = re.compile(r"#(?<![\w/#&:]#)(?<!\]\(#)([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
 
 
 @dataclass
@@ -178,13 +172,6 @@ def _scalar(text: str) -> Any:
     return text
 
 
-def _prose(body: str) -> str:
-    """The body without fenced code blocks and inline code (line structure kept)."""
-    if "```" in body or "~~~" in body:
-        body = _FENCED_BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), body)
-    return _INLINE_CODE.sub(" ", body) if "`" in body else body
-
-
 def _frontmatter_tags(value: Any) -> list[str]:
     if isinstance(value, str):
         items: list[Any] = re.split(r"[,\s]+", value)
@@ -204,7 +191,11 @@ def _frontmatter_tags(value: Any) -> list[str]:
 def analyse(text: str, stem: str) -> NoteMeta:
     """Title, frontmatter, tags and links of a note's text. ``stem`` is the file-name stem."""
     frontmatter, body, body_start = split_frontmatter(text)
-    prose = _prose(body)
+    # The body without its code (fsnotes.notes.text.code): headings and tags are looked for
+    # in ``prose`` (a code span read as one space), links in ``masked`` (offsets kept).
+    ranges = code.code_ranges(body)
+    masked = code.mask(body, ranges)
+    prose = code.prose(body, ranges)
 
     found = (
         [(m.group(1), m.group(2).strip()) for m in _HEADING.finditer(prose)] if "#" in prose else []
@@ -232,7 +223,7 @@ def analyse(text: str, stem: str) -> NoteMeta:
     # Every link with its place (fsnotes.notes.text.links: one parser for the index, notes_links
     # and the rewrites of a move); ``links`` keeps what notes_read has always listed: the
     # wikilinks (embeds included) and the Markdown links that are not images.
-    refs = occurrences(body, len(text) - len(body))
+    refs = occurrences(body, len(text) - len(body), masked)
     links: list[dict[str, str]] = []
     seen_links: set[tuple[str, str]] = set()
     for ref in refs:

@@ -4,9 +4,10 @@ Pure functions over text; no file access. A heading is an ATX heading (``## Shed
 setext heading (a paragraph underlined with ``===`` for level 1 or ``---`` for level 2),
 as CommonMark defines them, with these simplifications (a note is prose, not a test suite):
 
-- Lines inside fenced code blocks (``` or ~~~, three or more, closed by the same character
-  at least as many times, or running to the end of the note) and the frontmatter are never
-  headings. Indented code (four spaces or more) is not a heading either.
+- Lines of code blocks, fenced (``` or ~~~, three or more, closed by the same character
+  at least as many times, or running to the end of the note or of their list item or block
+  quote) or indented (four columns, not continuing a paragraph), as
+  :mod:`fsnotes.notes.text.code` finds them, and the frontmatter are never headings.
 - A setext underline counts only below a paragraph: not below a list item or a block quote
   (or their lazy continuation lines), where ``---`` is a thematic break.
 - HTML blocks are not recognised: a ``# line`` inside one counts as a heading.
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from fsnotes.notes.text.code import line_kinds
 from fsnotes.notes.text.markdown import split_frontmatter
 
 SectionOp = Literal["replace", "append", "prepend"]
@@ -39,7 +41,6 @@ MAX_CANDIDATES_SHOWN = 20
 _ATX = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)(.*)")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
-_FENCE_OPEN = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 # Lines that open a container (list item, block quote) or a thematic break: a ``---`` below
 # them is not a setext underline.
 _CONTAINER = re.compile(r" {0,3}(?:[-+*][ \t]|[-+*]$|\d{1,9}[.)](?:[ \t]|$)|>)")
@@ -88,28 +89,19 @@ def headings(text: str) -> list[Heading]:
     lines = split_lines(text)
     _fm, _body, body_start_line = split_frontmatter(text)
     found: list[tuple[int, str, int, int]] = []  # level, text, start, end
-    fence: tuple[str, int] | None = None  # the open fence's character and length
     para_start: int | None = None  # first line of the paragraph being read
     in_container = False  # lines since a list item or block quote, until a blank line
-    for i in range(body_start_line - 1, len(lines)):
+    first = body_start_line - 1
+    # Code blocks, fenced or indented, as fsnotes.notes.text.code finds them (the one
+    # definition links and tags use too): their lines are never headings.
+    kinds = line_kinds([line.rstrip("\n") for line in lines[first:]])
+    for i in range(first, len(lines)):
         line = lines[i].rstrip("\n").rstrip("\r")
-        if fence is not None:
-            close = _FENCE_OPEN.fullmatch(line)
-            if (
-                close
-                and close.group(2)[0] == fence[0]
-                and len(close.group(2)) >= fence[1]
-                and not close.group(3).strip()
-            ):
-                fence = None
+        if kinds[i - first][0] == "code":
+            para_start = None
             continue
         if not line.strip():
             para_start, in_container = None, False
-            continue
-        opened = _FENCE_OPEN.fullmatch(line)
-        if opened and not (opened.group(2)[0] == "`" and "`" in opened.group(3)):
-            fence = (opened.group(2)[0], len(opened.group(2)))
-            para_start = None
             continue
         atx = _ATX.fullmatch(line)
         if atx:
@@ -131,7 +123,8 @@ def headings(text: str) -> list[Heading]:
         if _CONTAINER.match(line):
             para_start, in_container = None, True
             continue
-        # A line indented four spaces (or a tab) opens indented code, not a paragraph.
+        # An indented line that is not code continues a list item (or a paragraph): it
+        # starts no paragraph of its own that a later underline could make a heading.
         if para_start is None and not in_container and not line.startswith(("    ", "\t")):
             para_start = i
     return _with_paths(found)

@@ -52,6 +52,12 @@ READS = ToolAnnotations(read_only=True, destructive=False, idempotent=True)
 CREATES = ToolAnnotations(destructive=False)
 CHANGES = ToolAnnotations(destructive=True)
 
+# A move that rewrites more notes than this becomes a task (when the client opted in to
+# them): measured at 10 to 12 ms a note (MAX_LINK_REWRITES' figures), and three to five
+# times that on a loaded machine, 100 notes take 1 to 6 s, past what a client should wait on
+# one call without a word; fewer finish about as fast as any other write.
+MOVE_TASK_REWRITES = 100
+
 TOOLS = Toolbox()
 
 
@@ -145,7 +151,20 @@ def notes_move(call: ToolCall, a: NotesMoveArgs) -> MoveResult:
     rewritten is listed in linksNotUpdated. A move that would rewrite more than
     {MAX_LINK_REWRITES} notes is refused.
     """
-    return call.notes.notes_move(a.uri, a.newPath, a.etag, a.updateLinks)
+    notes = call.notes
+    if not a.updateLinks:
+        return notes.notes_move(a.uri, a.newPath, a.etag, False)
+    plan = notes.plan_move(a.uri, a.newPath)
+    rewrites = 1 + len(plan.linkers)
+    if rewrites > MOVE_TASK_REWRITES:
+        call.long(f"Moving the note: {rewrites:,} notes to rewrite")
+
+    def progress(done: int, total: int) -> None:
+        call.progress(done, total, f"Rewrote links in {done:,} of {total:,} notes")
+
+    return notes.notes_move(
+        a.uri, a.newPath, a.etag, True, plan=plan, progress=progress, stop=call.stopped
+    )
 
 
 @TOOLS.tool(READS, waits=lambda call, a: linkservice.catalog_check(call.notes, a.uri, Access.READ))
@@ -159,7 +178,8 @@ def notes_links(call: ToolCall, a: NotesLinksArgs) -> NotesLinksResult:
     extension is Name, [[a/Name]] those whose path ends with a/Name, [[Name.md]] the extension
     too; of several matches the shortest path wins, then the first in path order (so the
     exact path from the workspace root wins). Markdown links (and [[./x]], [[../x]]) are
-    paths relative to the linking note, exact, the extension optional.
+    paths relative to the linking note, exact, the extension optional. Link syntax in code
+    (fenced or indented code blocks, code spans) is text, not a link.
     """
     return linkservice.notes_links(call.notes, a.uri)
 
@@ -219,5 +239,10 @@ def notes_restore(call: ToolCall, a: NotesRestoreArgs) -> NotesRestoreResult:
 
 
 def build_tools(service: NotesService, deletes: DeleteFlow) -> list[Tool[Any, Any]]:
-    """The notes tools, bound to the server's service and delete flow."""
+    """The notes tools, bound to the server's service and delete flow.
+
+    Every one may become an MCP task (2026-07-28, for a client that opted in): by measured
+    duration (still running after limits.TASK_AFTER_S), or at once when it knows it will be
+    long: a move rewriting more than MOVE_TASK_REWRITES notes, a query that must wait for
+    the workspace's index to be built (docs/tasks.md)."""
     return TOOLS.bound(service, deletes)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -28,9 +29,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
 from pydantic import BaseModel
 
-from fsnotes.notes.index.catalog import Catalog
+from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable
 from fsnotes.notes.index.indexer import until_indexed
 from fsnotes.notes.tools.confirm import DeleteFlow
 from fsnotes.notes.tools.errors import ServiceError
@@ -45,9 +49,17 @@ from fsnotes.protocol.registry import (
 from fsnotes.security.consent import ConsentRefused
 from fsnotes.security.grants import NotGranted
 
+# How often a long call's progress is reported: a status message at most this stale, and a
+# few notifications a second at most.
+PROGRESS_EVERY_S = 0.25
+
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 ResultT = TypeVar("ResultT", bound=BaseModel)
 T = TypeVar("T")
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,13 @@ class ToolCall:
     deletes: DeleteFlow  # the confirmed delete (the server's sealer, replay store, clock)
     state: str | None  # the sealed state a retry echoes (None on a first call)
     answers: Mapping[str, Any] | None  # the person's answers to what the first call asked
+    # "This call will take long" (message: what it does): it becomes an MCP task when the
+    # client opted in to them; whether it did. Called from the function's thread.
+    long: Callable[[str], bool] = lambda message: False
+    # Progress of a long step (done, total, message), reported every PROGRESS_EVERY_S.
+    progress: Callable[[int, int, str], None] = lambda done, total, message: None
+    # True once the call was cancelled: a long step stops at its next item.
+    stopped: Callable[[], bool] = _never
 
 
 ToolFunction = Callable[[ToolCall, ArgsT], ResultT | InputRequired]
@@ -91,7 +110,7 @@ class Declared(Generic[ArgsT, ResultT]):
             call = ToolCall(notes, deletes, ctx.request_state, ctx.input_responses)
             if waits is not None:
                 await _indexed(ctx, lambda: waits(call, args))
-            return await _run(lambda: function(call, args))
+            return await _run(ctx, call, lambda call: function(call, args))
 
         return Tool(
             name=self.name,
@@ -101,6 +120,9 @@ class Declared(Generic[ArgsT, ResultT]):
             output_model=self.result,
             annotations=self.annotations,
             handler=handler,
+            # Any notes tool may become an MCP task: by measured duration, or when it says
+            # it will be long (ToolCall.long, a wait for the index's first build).
+            task_support="optional",
         )
 
 
@@ -183,19 +205,69 @@ def _is_model(hint: Any) -> typing.TypeGuard[type[BaseModel]]:
     return isinstance(hint, type) and issubclass(hint, BaseModel)
 
 
-async def _run(fn: Callable[[], T]) -> T:
-    """Run the synchronous function in a worker thread; its refusals become tool errors."""
-    try:
-        return await anyio.to_thread.run_sync(fn)
-    except (ServiceError, NotGranted, ConsentRefused) as exc:
-        raise ToolError(str(exc)) from None
+async def _run(ctx: RequestContext, call: ToolCall, fn: Callable[[ToolCall], T]) -> T:
+    """Run the synchronous function in a worker thread; its refusals become tool errors.
+
+    The thread may say the call is long (``call.long``: the call becomes a task, if the
+    client opted in) and report progress (``call.progress``: notifications/progress while
+    the client waits, a task's status message), every PROGRESS_EVERY_S at most. A cancel of
+    the call makes ``call.stopped()`` true, so a long step ends at its next item instead of
+    running to the end unseen (a thread cannot be interrupted)."""
+    reached: list[Any] = [0, 0, ""]
+    stopping = threading.Event()
+
+    def progress(done: int, total: int, message: str) -> None:
+        reached[:] = [done, total, message]  # one list assignment: safe to read from the loop
+
+    def long(message: str) -> bool:
+        return bool(anyio.from_thread.run(ctx.run_as_task, message))
+
+    async def report() -> None:
+        shown = 0
+        try:
+            while True:
+                await anyio.sleep(PROGRESS_EVERY_S)
+                done, total, message = reached
+                if done > shown:
+                    shown = done
+                    await ctx.report_progress(done, total, message)
+        finally:
+            stopping.set()  # cancelled: the call ended, or was cancelled
+
+    reporting = dataclasses.replace(call, long=long, progress=progress, stopped=stopping.is_set)
+    failed: list[Exception] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(report)
+        try:
+            result = await anyio.to_thread.run_sync(lambda: fn(reporting))
+        except Exception as exc:
+            # Raised below, outside the group, as itself (not in an exception group).
+            failed.append(exc)
+        else:
+            # The cancel waited for the thread; it is raised here, so a cancelled call's
+            # partial result is never reported as its result.
+            await anyio.lowlevel.checkpoint()
+        tg.cancel_scope.cancel()
+    if failed:
+        if isinstance(failed[0], ServiceError | NotGranted | ConsentRefused):
+            raise ToolError(str(failed[0])) from None
+        raise failed[0]
+    return result
 
 
 async def _indexed(ctx: RequestContext, find: Callable[[], Catalog | None]) -> None:
-    """Before a query: give the workspace's first indexing a bounded time to finish."""
+    """Before a query: give the workspace's first indexing a bounded time to finish. A wait
+    for a build is long: the call becomes a task then (when the client opted in to them)."""
     try:
         catalog = await anyio.to_thread.run_sync(find)
     except (ServiceError, NotGranted):
         return  # the query reports the same problem as its result
-    if catalog is not None:
-        await until_indexed(catalog, ctx.report_progress)
+    if catalog is None:
+        return
+    try:
+        building = not (await anyio.to_thread.run_sync(catalog.status)).complete
+    except CatalogUnavailable:
+        building = False  # the query itself says why
+    if building:
+        await ctx.run_as_task("Waiting for the workspace's index to be built")
+    await until_indexed(catalog, ctx.report_progress)

@@ -434,7 +434,9 @@ def _complete_folder(
     try:
         loc = notes.relative(ws, "", allow_empty=True)
         catalog = notes.catalog(loc, fresh=True)
-        folders = catalog.index.folders()
+        # The folders summarise_folder has notes for: those holding notes, and the folders
+        # above them (a summary takes in the notes below its folder).
+        folders = catalog.index.note_folders()
     except (ServiceError, NotGranted, CatalogUnavailable, IndexProblem):
         return [], 0, False  # completion is a convenience; it offers nothing it cannot check
     names: set[str] = set()

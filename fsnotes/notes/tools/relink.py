@@ -239,14 +239,28 @@ def _path_to_note(
 
 
 def apply_move(
-    notes: Mover, loc: Located, dst: Located, plan: MovePlan
+    notes: Mover,
+    loc: Located,
+    dst: Located,
+    plan: MovePlan,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[list[LinkRewrite], list[LinkSkip]]:
     """Rewrite, after the move, every note ``plan`` names and the moved note itself (a few
-    at a time, their index writes batched), and say what was done and what was not."""
+    at a time, their index writes batched), and say what was done and what was not.
+
+    ``progress(done, total)`` is called after each note; once ``stop()`` is true (the call
+    was cancelled) no further note is started: those left are listed as not rewritten, each
+    note being either rewritten whole or untouched."""
     catalog = notes.catalog(loc)
     batch = WriteBatch(catalog)
 
     def one(parts: Components) -> _Rewritten:
+        if stop is not None and stop():
+            uri = lexical.to_file_uri(loc.workspace.components + parts)
+            reason = "not rewritten: the move was cancelled before this note's turn"
+            return None, [LinkSkip(uri=uri, path=display(parts), reason=reason)]
         with catalog.batched(batch):
             return _rewrite_one(notes, loc, plan, parts)
 
@@ -256,10 +270,12 @@ def apply_move(
         with borrowed_pool(REWRITE_WORKERS, "fsnotes-relink") as pool:
             todo = [plan.dst, *plan.linkers]
             results = map(one, todo) if pool is None else _in_pool(pool, one, todo)
-            for rewritten, problems in results:
+            for count, (rewritten, problems) in enumerate(results, 1):
                 if rewritten is not None:
                     done.append(rewritten)
                 skipped.extend(problems)
+                if progress is not None:
+                    progress(count, len(todo))
                 if batch.full:
                     batch.flush()
     finally:

@@ -325,14 +325,34 @@ class Notes:
         self.after_write(loc, lambda c: c.wrote(loc.parts, written[-1], new_etag, info))
         return WriteResult(uri=loc.uri, path=display(loc.parts), etag=new_etag, size=info.size)
 
+    def plan_move(self, uri: str, new_path: str) -> relink.MovePlan:
+        """Where every link a move of ``uri`` affects points, from the index, before
+        anything moves (see fsnotes.notes.tools.relink): what :meth:`notes_move` rewrites."""
+        loc = self.locate(uri, Access.WRITE)
+        return relink.plan_move(self, loc, self.relative(loc.workspace, new_path))
+
     def notes_move(
-        self, uri: str, new_path: str, etag: str | None, update_links: bool = True
+        self,
+        uri: str,
+        new_path: str,
+        etag: str | None,
+        update_links: bool = True,
+        *,
+        plan: relink.MovePlan | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> MoveResult:
+        """Move the note; with ``update_links``, rewrite the links ``plan`` (made now when
+        not given) names, reporting ``progress`` and stopping early once ``stop()`` is true
+        (see :func:`relink.apply_move`)."""
         loc = self.locate(uri, Access.WRITE)
         dst = self.relative(loc.workspace, new_path)
         # Where every affected link points, from the index, before anything moves (see
         # fsnotes.notes.tools.relink); the notes holding them are rewritten after the move.
-        plan = relink.plan_move(self, loc, dst) if update_links else None
+        if update_links and plan is None:
+            plan = relink.plan_move(self, loc, dst)
+        elif not update_links:
+            plan = None
         try:
             with self.audited("move", "notes_move", loc) as ticket:
                 with self.keeping(loc, "notes_move") as keep:
@@ -346,7 +366,11 @@ class Notes:
         except HistoryUnavailable as exc:
             raise ServiceError(f"Nothing was moved: {exc}.") from None
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
-        updated, skipped = relink.apply_move(self, loc, dst, plan) if plan else ([], [])
+        updated, skipped = (
+            relink.apply_move(self, loc, dst, plan, progress=progress, stop=stop)
+            if plan
+            else ([], [])
+        )
         return MoveResult(
             uri=dst.uri,
             path=display(dst.parts),

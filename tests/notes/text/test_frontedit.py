@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -152,3 +154,25 @@ def test_the_block_is_read_again_and_a_change_elsewhere_refused() -> None:
         _verify("---\nk: 5\nj: 2\n---\nBODY", before, "body", "k", "set", 5)
     with pytest.raises(FrontmatterError, match="change how the rest"):
         _verify("---\nj: 2\n---\nbody", before, "body", "k", "set", 5)
+
+
+REPO = Path(__file__).resolve().parents[3]
+# The examples of quoted values in the manual and in the writer's docstring.
+_DOCUMENTED = re.compile(r"in single quotes[^(]*\(([^)]*)\)")
+
+
+def documented_quoting(text: str) -> list[str]:
+    (examples,) = _DOCUMENTED.findall(" ".join(text.split()))
+    return [e.strip("`") for e in re.findall(r"``?[^`]+``?", examples)]
+
+
+@pytest.mark.parametrize(
+    "source", [REPO / "docs" / "tools.md", REPO / "fsnotes" / "notes" / "text" / "frontedit.py"]
+)
+def test_the_documented_quoting_examples_are_what_the_writer_writes(source: Path) -> None:
+    # Issue 26: the manual showed 'it''s' for a value the writer writes plain as it's.
+    examples = documented_quoting(source.read_text())
+    assert len(examples) >= 4, examples
+    for written in examples:
+        value = _reads(f"---\nk: {written}\n---\n")["k"]
+        assert edit("---\n---\n", "k", "set", value) == f"---\nk: {written}\n---\n", written

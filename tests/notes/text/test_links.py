@@ -162,3 +162,39 @@ def test_render_path_recomputes_relative_to_the_holder_in_the_links_own_encoding
     # And it reads back as the path it was written for.
     probe = occ(written[: link.target_start] + text + written[link.target_end :])
     assert rules.classify(probe, holder, EXT).parts == parts
+
+
+# CommonMark's code: an indented chunk (four spaces or a tab) after a blank line or at the
+# start, not a paragraph's continuation nor a list item's; a code span opened by N backticks
+# closes only on a run of exactly N (issue 26).
+@pytest.mark.parametrize(
+    ("text", "targets"),
+    [
+        ("# N\n\ntext\n\n    [[plan]]\n\n", []),
+        ("    [[start]] [s](s.md)\n", []),
+        ("a\n\n\t[[tab]]\n", []),
+        ("a\n\n  \t[[tab2]]\n", []),
+        ("a\n\n    x\n\n    [[second chunk]]\nafter [[out]]\n", ["out"]),
+        ("para\n    [[lazy]]\n", ["lazy"]),
+        ("- item\n\n    [[in the item]]\n", ["in the item"]),
+        ("1. item\n\n      [[deep]]\n", ["deep"]),
+        ("1. item\n\n       [[code in item]]\n", []),
+        ("- item\n\n      [[code in item]]\n", []),
+        ("> quote\n\n>     [[quoted code]]\n", []),
+        ("> quote\n    [[lazy in quote]]\n", ["lazy in quote"]),
+        ("``[[dblghost]]`` [[out]]", ["out"]),
+        ("```[[tripleghost]]``` [[out]]", ["out"]),
+        ("`` a ` [[x]] ` b `` [[out]]", ["out"]),
+        ("``[[unclosed]]` [[out]]", ["unclosed", "out"]),
+        ("`[[spans\nlines]]` [[out]]", ["out"]),
+        ("`a\n\n[[not across paragraphs]]` [[out]]", ["not across paragraphs", "out"]),
+        ("x ```[[tripleghost]]``` [[out]]", ["out"]),
+        ("\\`[[escaped]]` [[out]]", ["escaped", "out"]),
+        ("````\n[[fence]]\n```\n[[still]]\n````\n[[out]]", ["out"]),
+        ("- ```\n  [[fence in item]]\n  ```\n- [[out]]", ["out"]),
+    ],
+)
+def test_indented_code_and_code_spans_are_code_as_commonmark_defines_them(
+    text: str, targets: list[str]
+) -> None:
+    assert [o.target for o in rules.occurrences(text)] == targets

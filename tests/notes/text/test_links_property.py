@@ -4,16 +4,23 @@ updateLinks leaves every link naming what it named before (hypothesis).
 Generated vaults of a few notes (names that collide by case, by extension and across
 folders; every link form: names, suffixes, extensions, headings, aliases, embeds, relative
 wikilinks, Markdown paths encoded or in angle brackets, attachments, links out of the
-workspace, links in code). The oracle reads the files itself and resolves each link by the
-documented rule with its own string arithmetic (``posixpath`` and suffix comparisons): only
-the parser, which defines what a link is, is shared with the server.
+workspace), each placed in a block of its own: a paragraph, indented code (four spaces or a
+tab), a paragraph's lazy continuation or a list item's (not code), indented code in a list
+item or a block quote, a fenced block, and code spans of one to three backticks (with
+shorter runs inside, or left unclosed). The oracle reads the files itself and resolves each
+link by the documented rule with its own string arithmetic (``posixpath`` and suffix
+comparisons); which links are links at all is checked against a CommonMark parser's tokens
+(markdown-it-py: text outside its code tokens), and a move must leave every code token of
+every note as it was.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
@@ -21,6 +28,8 @@ from urllib.parse import unquote
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
@@ -47,7 +56,27 @@ FORMS = [
     "md_image",
     "code",
 ]
-Spec = tuple[str, tuple[str, ...], str, str, str, str, bool]
+# Where a link is written: each a block of its own (blocks are apart by a blank line). The
+# '{}' is the link.
+PLACES = {
+    "paragraph": "{}",
+    "indented": "    {}",
+    "tab": "\t{}",
+    "lazy": "text\n    {}",
+    "item": "- item\n\n    {}",
+    "item_code": "- item\n\n      {}",
+    "ordered_code": "1. item\n\n       {}",
+    "quote_code": "> quote\n>\n>     {}",
+    "fence": "```\n{}\n```",
+    "long_fence": "````\n```\n{}\n````",
+    "span": "`{}`",
+    "span2": "a ``{}``",
+    "span3": "a ```{}```",
+    "span_inner": "`` a ` {} ` b ``",
+    "span_unclosed": "``{}` b",
+    "span_lines": "`a\n{}` b",
+}
+Spec = tuple[str, tuple[str, ...], str, str, str, str, bool, str]
 
 link_st = st.tuples(
     st.sampled_from(FORMS),
@@ -57,6 +86,7 @@ link_st = st.tuples(
     st.sampled_from(["", "#h", "|al", "#h|al"]),
     st.sampled_from(["same", "upper", "lower"]),
     st.booleans(),
+    st.sampled_from(list(PLACES)),
 )
 note_st = st.tuples(
     st.sampled_from(FOLDERS),
@@ -72,7 +102,11 @@ def _case(text: str, how: str) -> str:
 
 
 def link_text(holder: tuple[str, ...], spec: Spec) -> str:
-    form, folder, stem, ext, deco, case, embed = spec
+    return PLACES[spec[7]].format(link_form(holder, spec))
+
+
+def link_form(holder: tuple[str, ...], spec: Spec) -> str:
+    form, folder, stem, ext, deco, case, embed, _place = spec
     bang = "!" if embed else ""
     path = "/".join((*folder, stem))
     rel = posixpath.relpath(path, "/".join(holder) or ".")
@@ -109,8 +143,8 @@ def make_vault(base: Path, notes: list[tuple[tuple[str, ...], str, str, list[Spe
     for folder, stem, ext, specs in notes:
         path = root.joinpath(*folder, stem + ext)
         path.parent.mkdir(parents=True, exist_ok=True)
-        body = " ".join(link_text(folder, spec) for spec in specs)
-        path.write_text(f"# {stem}\n{body}\n")
+        body = "\n\n".join(link_text(folder, spec) for spec in specs)
+        path.write_text(f"# {stem}\n\n{body}\n")
     return root
 
 
@@ -207,6 +241,55 @@ def links_of(text: str) -> list[Occurrence]:
     return occurrences(body, len(text) - len(body))
 
 
+# --- what CommonMark says is code (the oracle for which links are links) -------------------
+
+COMMONMARK = MarkdownIt("commonmark")
+CODE_TOKENS = frozenset({"code_inline", "code_block", "fence"})
+# A wikilink as the README writes it (not CommonMark syntax: CommonMark reads it as text).
+WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|#]+)(?:#[^\[\]\n|]*)?(?:\|[^\[\]\n]*)?\]\]")
+
+
+def _tokens(text: str) -> Iterator[Token]:
+    def walk(tokens: list[Token]) -> Iterator[Token]:
+        for token in tokens:
+            yield token
+            if token.children:
+                yield from walk(token.children)
+
+    _front, body, _start = split_frontmatter(text)
+    return walk(COMMONMARK.parse(body))
+
+
+def commonmark_links(text: str) -> Counter[tuple[str, bool, str]]:
+    """(kind, embed, target) of every relative link CommonMark's tokens hold outside code:
+    Markdown links and images from their tokens, wikilinks from runs of text."""
+    found: Counter[tuple[str, bool, str]] = Counter()
+    run: list[str] = []
+    for token in [*_tokens(text), None]:
+        if token is not None and token.type == "text":
+            run.append(token.content)
+            continue
+        for m in WIKILINK.finditer("".join(run)):
+            found["wikilink", m.group(1) == "!", m.group(2).strip()] += 1
+        run = []
+        if token is not None and token.type in ("link_open", "image"):
+            href = str(token.attrs["href" if token.type == "link_open" else "src"])
+            found["markdown", token.type == "image", unquote(href.partition("#")[0])] += 1
+    return found
+
+
+def parsed_links(text: str) -> Counter[tuple[str, bool, str]]:
+    return Counter(
+        (o.kind, o.embed, unquote(o.target) if o.kind == "markdown" else o.target)
+        for o in links_of(text)
+    )
+
+
+def code_of(text: str) -> list[str]:
+    """The content of every code token CommonMark finds, in order."""
+    return [t.content for t in _tokens(text) if t.type in CODE_TOKENS]
+
+
 # --- the tests ---------------------------------------------------------------------------
 
 
@@ -243,6 +326,9 @@ def test_links_and_backlinks_equal_a_brute_force_parse(
     try:
         notes = srv.service.acting_for("ada")
         for path, text in files.items():
+            # What is a link at all: the parser finds exactly the links CommonMark leaves
+            # outside code (so notes_links, built on it, lists no link in code).
+            assert parsed_links(text) == commonmark_links(text), (path, text)
             result = linkservice.notes_links(notes, (root / path).as_uri())
             groups: dict[tuple[str, bool, str, str | None], list[Occurrence]] = {}
             for link in links_of(text):
@@ -317,6 +403,8 @@ def test_a_move_leaves_every_link_naming_what_it_named(
     for old_path, old_text in before.items():
         path = new if old_path == src else old_path
         text = after[path]
+        # A move never changes code: a link written in code is the note's text, not a link.
+        assert code_of(text) == code_of(old_text), (path, old_text, text)
         if path not in updated:
             assert text == old_text, path
             continue

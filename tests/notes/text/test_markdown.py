@@ -109,3 +109,14 @@ def test_quoted_scalars_are_unescaped_as_yaml_reads_them() -> None:
         "d": ["x", "y, z", "o'k"],
         "e": "quoted",
     }
+
+
+def test_indented_code_and_long_code_spans_hide_tags_links_and_headings() -> None:
+    text = (
+        "intro #before\n\n    # not a title #nope [[Nope]]\n\t#nope2\n\n"
+        "# Real title\n``#nope3 [[Nope2]]`` `` ` #nope4 ` `` #after [[Yes]]\n"
+    )
+    meta = analyse(text, "stem")
+    assert meta.title == "Real title"
+    assert meta.tags == ["before", "after"]
+    assert [link["target"] for link in meta.links] == ["Yes"]

@@ -145,3 +145,13 @@ def test_empty_section_and_end_of_note_without_newline() -> None:
 def test_setext_section_edits_below_the_underline() -> None:
     out = edit("Title\n=====\nbody\n", "Title", "prepend", "first")
     assert out == "Title\n=====\nfirst\nbody\n"
+
+
+def test_code_is_what_links_and_tags_take_for_code() -> None:
+    # One definition of code (fsnotes.notes.text.code): a tab-indented block, a fence inside
+    # a list item, a longer fence not closed by a shorter one.
+    text = (
+        "# A\n\ntext\n\n\t# tab code\n\n- item\n\n  ```\n  # fenced in item\n  ```\n\n"
+        "````\n```\n# still code\n````\n# B\n"
+    )
+    assert [h.text for h in headings(text)] == ["A", "B"]

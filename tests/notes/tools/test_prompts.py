@@ -282,3 +282,23 @@ def test_arguments_are_completed_from_what_the_principal_may_read(
         _complete(prompts, "daily_note", "nope", "")
     with pytest.raises(InvalidParams):
         _complete(prompts, "nope", "date", "")
+
+
+def test_folder_completion_offers_only_folders_that_hold_notes(
+    prompts: NotesPrompts, vault: Path
+) -> None:
+    # Issue 26: folders holding only attachments (or only files that are not readable
+    # notes) have nothing to summarise; a folder whose notes are all in subfolders has.
+    (vault / "media").mkdir()
+    (vault / "media" / "pic.png").write_bytes(b"\x89PNG\r\n")
+    (vault / "projects" / "img").mkdir()
+    (vault / "projects" / "img" / "chart.png").write_bytes(b"\x89PNG\r\n")
+    (vault / "broken").mkdir()
+    (vault / "broken" / "latin1.md").write_bytes(b"caf\xe9\n")
+    (vault / "deep" / "er").mkdir(parents=True)
+    (vault / "deep" / "er" / "n.md").write_text("# N\n")
+    offered = _complete(prompts, "summarise_folder", "folder", "")[0]
+    assert offered == ["deep", "deep/er", "journal", "projects"]
+    assert _complete(prompts, "summarise_folder", "folder", "projects/")[0] == []
+    for folder in offered:  # each one has a summary
+        assert get(prompts, "summarise_folder", folder=folder)["messages"]

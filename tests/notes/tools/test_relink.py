@@ -75,6 +75,30 @@ def test_every_form_of_link_is_rewritten_and_each_note_listed(server: Server, va
     assert [b.path for b in back.backlinks] == ["deep/er/rel.md", "forms.md", "projects/plan.md"]
 
 
+def test_links_in_code_are_left_byte_identical_and_the_note_not_listed(
+    server: Server, vault: Path
+) -> None:
+    # Issue 26: a code sample showing link syntax is the note's text, not a link.
+    howto = (
+        "# Howto\n\ntext\n\n    [[Budget]] [p](projects/budget.md)\n\n"
+        "``[[Budget]]`` and ```[[budget]]``` and `` a ` [[Budget]] ` b ``\n\n"
+        "\t[[budget]]\n\n- item\n\n      [[Budget]] in the item's code\n"
+    )
+    write(vault, "howto.md", howto)
+    write(vault, "mixed.md", "text\n    [[Budget]] (a lazy line: a link)\n\n    [[Budget]]\n")
+    notes = acting(server)
+    moved = notes.notes_move(uri(vault, "projects/budget.md"), "done/roadmap.md", None)
+    assert (vault / "howto.md").read_text() == howto
+    assert (vault / "mixed.md").read_text() == (
+        "text\n    [[roadmap]] (a lazy line: a link)\n\n    [[Budget]]\n"
+    )
+    updated = [(u.path, u.links) for u in moved.linksUpdated]
+    assert ("mixed.md", 1) in updated and "howto.md" not in {u.path for u in moved.linksUpdated}
+    back = linkservice.notes_links(notes, uri(vault, "done/roadmap.md"))
+    assert "howto.md" not in [b.path for b in back.backlinks]
+    assert linkservice.notes_links(notes, uri(vault, "howto.md")).outgoing == []
+
+
 def test_links_that_still_name_the_note_are_left_as_written(server: Server, vault: Path) -> None:
     write(vault, "a.md", "[[Budget]] [[projects/budget]] [x](projects/budget.md)\n")
     before = snapshot(vault)
