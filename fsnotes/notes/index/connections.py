@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from fsnotes.notes.index.schema import register_functions
 from fsnotes.state import statedir
 
 # A reader or writer waits this long for another connection's write to finish (a batch of
@@ -23,6 +24,9 @@ BUSY_TIMEOUT_MS = 10_000
 # Page cache per connection: queries touch a few hundred pages; several worker threads each
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
+# What a WAL is cut back to once a checkpoint has copied it all into the file (see
+# _configure): a batch of a thousand notes writes a few MiB, so this keeps a batch's worth.
+WAL_KEEP_BYTES = 16 * 1024 * 1024
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # Failures of the state directory, not of the file: rebuilding would not help (and on a full
 # disk would delete the index and fill the disk again, once a second).
@@ -144,6 +148,7 @@ class Connections:
 
 
 def _configure(conn: sqlite3.Connection) -> None:
+    register_functions(conn)
     # The busy timeout first: every later statement (the journal-mode switch included)
     # then waits for another process instead of failing at once.
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -153,6 +158,10 @@ def _configure(conn: sqlite3.Connection) -> None:
     # /var/tmp or /tmp, which the Landlock jail does not grant, and a batch of the build
     # then fails with "unable to open database file" (the index rebuilt in a loop).
     conn.execute("PRAGMA temp_store=MEMORY")
+    # A checkpoint that empties the WAL truncates it to this size: without it a WAL keeps
+    # the size of the largest transaction ever written (a build's final merge rewrites the
+    # whole full-text index: hundreds of MiB beside the file for as long as it serves).
+    conn.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
 
 
 class Tx:

@@ -66,12 +66,7 @@ def _scoped(expr: str, scoped: Sequence[str]) -> str:
 
 
 def _count(index: NoteIndex, match: str, cap: int) -> int:
-    return int(
-        index.query(
-            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
-            (match, cap),
-        )[0][0]
-    )
+    return index.count_matches(match, cap)
 
 
 def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
