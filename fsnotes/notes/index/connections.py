@@ -10,6 +10,7 @@ transaction's note count; and the sorting of SQLite's errors into busy (retry), 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -74,12 +75,28 @@ _UNAVAILABLE: dict[int, str] = {
 }
 
 
-def classify(exc: sqlite3.Error) -> IndexProblem:
+# Under this much free space the state directory's disk is called full. SQLite reports a
+# write that finds no space for its shared-memory or WAL file as an I/O error, not as
+# SQLITE_FULL (seen on a full tmpfs), and "full" tells a person what to do where "I/O error"
+# sends them looking for a failing disk; an index cannot be built in less than this anyway.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def _nearly_full(folder: Path) -> bool:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < FULL_BELOW_BYTES
+
+
+def classify(exc: sqlite3.Error, folder: Path | None = None) -> IndexProblem:
     """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
     nothing that cannot be recomputed), unavailable (retry later and report), or a query
     FTS5 refused. Only what SQLite itself calls damage (a corrupt file, not a database, a
     missing table) rebuilds: any other error, not foreseen here, is retried, never a reason
-    to throw the index away."""
+    to throw the index away. ``folder``: the index's folder, whose free space tells an I/O
+    error that is a full disk from one that is not."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(exc)
@@ -87,6 +104,8 @@ def classify(exc: sqlite3.Error) -> IndexProblem:
         return IndexBusy(text)
     if primary in _CORRUPT_CODES or "malformed" in text or "no such table" in text:
         return IndexCorrupt(text)
+    if primary == sqlite3.SQLITE_IOERR and folder is not None and _nearly_full(folder):
+        return IndexUnavailable(_UNAVAILABLE[sqlite3.SQLITE_FULL])
     if primary in _UNAVAILABLE:
         return IndexUnavailable(_UNAVAILABLE[primary])
     if text.startswith("fts5:") or "unterminated string" in text:

@@ -163,7 +163,7 @@ class NoteIndex(IndexReads):
             found = conn.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
             return found is not None and found[0] == self.fingerprint
         except sqlite3.Error as exc:
-            problem = classify(exc)
+            problem = classify(exc, self.path.parent)
             if isinstance(problem, IndexBusy):
                 raise problem from None
             return False
@@ -206,7 +206,7 @@ class NoteIndex(IndexReads):
                 f"('notes', '0'); PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
             )
         except sqlite3.Error as exc:
-            problem = classify(exc)
+            problem = classify(exc, self.path.parent)
             self._conns.reset()
             # Nothing usable was made: leave no file, so the next try is a creation again
             # (not a "damaged" index to rebuild).
@@ -251,7 +251,7 @@ class NoteIndex(IndexReads):
         try:
             return self._conns.get().execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Tx]:
@@ -259,7 +259,7 @@ class NoteIndex(IndexReads):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
         tx = Tx(conn)
         try:
             yield tx
@@ -268,7 +268,7 @@ class NoteIndex(IndexReads):
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -279,7 +279,7 @@ class NoteIndex(IndexReads):
             except sqlite3.Error as exc:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                raise classify(exc) from None
+                raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
     def bulk(self, notes: int) -> Iterator[None]:
@@ -297,7 +297,7 @@ class NoteIndex(IndexReads):
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
             self._merging(conn, building=building)
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
         try:
             yield
         finally:
