@@ -24,9 +24,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+
+if TYPE_CHECKING:
+    from fsnotes.security.tokens import Identity
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -140,8 +143,10 @@ async def over_stdio(tool: str, arguments: dict[str, Any]) -> Crossings:
 
 
 class _Anyone:
-    async def authenticate(self, headers: Any) -> str:
-        return "bench"
+    async def authenticate(self, headers: Any) -> Identity:
+        from fsnotes.security.tokens import Identity
+
+        return Identity("bench")
 
 
 async def over_http() -> Crossings:

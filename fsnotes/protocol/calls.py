@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from fsnotes.protocol.encoding import describe_need, legacy_request_of, required_capabilities
 from fsnotes.protocol.registry import (
     LOG_LEVELS,
+    Ceiling,
     ElicitForm,
     Era,
     InputRequired,
@@ -71,8 +72,9 @@ class TaskHooks(Protocol):
 
 @dataclass
 class Call:
-    """A validated request, ready to run: its era, the principal it acts for, and, in the
-    legacy era, its session (``None`` in the modern era: it is stateless)."""
+    """A validated request, ready to run: its era, the principal it acts for (and the
+    ceiling its credentials set, ``None`` for none), and, in the legacy era, its session
+    (``None`` in the modern era: it is stateless)."""
 
     id: RequestId
     method: str
@@ -80,6 +82,7 @@ class Call:
     era: Era
     version: str
     principal: str
+    ceiling: Ceiling | None
     capabilities: Mapping[str, Any]
     client_info: Mapping[str, Any] | None
     handler: Handler
@@ -198,6 +201,7 @@ def context(
         protocol_version=call.version,
         method=call.method,
         principal=call.principal,
+        ceiling=call.ceiling,
         client_capabilities=call.capabilities,
         client_info=call.client_info,
         roots=call.session.roots if call.session is not None else None,

@@ -27,6 +27,7 @@ from fsnotes.protocol.handlers import Handlers, ToolTable
 from fsnotes.protocol.registry import (
     LOG_LEVELS,
     App,
+    Ceiling,
     Era,
     InternalError,
     InvalidParams,
@@ -110,12 +111,15 @@ class Dispatcher:
         *,
         session: Session | None,
         principal: str,
+        ceiling: Ceiling | None = None,
     ) -> Reply | Call:
         """A request's answer, or the :class:`Call` to run for it (:meth:`respond`).
 
         ``session`` is the legacy session the request arrived in (``None`` if there is none);
-        ``principal`` who it acts for. The era is the request's :attr:`~inbound.Request.tag`
-        (read once, when it was classified). Nothing here waits or keeps the request.
+        ``principal`` who it acts for, and ``ceiling`` the most its credentials allow
+        (``None``: they set no limit; see :class:`~fsnotes.protocol.registry.RequestContext`).
+        The era is the request's :attr:`~inbound.Request.tag` (read once, when it was
+        classified). Nothing here waits or keeps the request.
         """
         request_id, method, params = request.id, request.method, request.params
         if params is not None and not isinstance(params, dict):
@@ -130,14 +134,14 @@ class Dispatcher:
             # versioning.mdx, dual-era servers), and that revision has no initialize: such an
             # initialize is -32601 and opens no session.
             if request.tag is not None or method == "server/discover":
-                return self._modern(request_id, method, params, request.tag, principal)
+                return self._modern(request_id, method, params, request.tag, principal, ceiling)
             if method == "initialize":
                 return self._initialize(request_id, params, session)
             if method == "ping":
                 # Legacy ping is allowed even before initialize (2025-11-25 lifecycle).
                 return Reply({"jsonrpc": "2.0", "id": request_id, "result": {}})
             if session is not None:
-                return self._legacy(request_id, method, params, session, principal)
+                return self._legacy(request_id, method, params, session, principal, ceiling)
             raise Fault(
                 INVALID_PARAMS,
                 f"Missing _meta[{META_PROTOCOL_VERSION!r}]: send it with clientCapabilities on "
@@ -202,6 +206,7 @@ class Dispatcher:
         params: JSONObject,
         tag: inbound.EraTag | None,
         principal: str,
+        ceiling: Ceiling | None,
     ) -> Reply | Call:
         meta = params.get("_meta")
         if not isinstance(meta, dict):
@@ -266,6 +271,7 @@ class Dispatcher:
             era="modern",
             version=version,
             principal=principal,
+            ceiling=ceiling,
             capabilities=capabilities,
             client_info=client_info if isinstance(client_info, dict) else None,
             session=None,
@@ -282,6 +288,7 @@ class Dispatcher:
         params: JSONObject,
         session: Session,
         principal: str,
+        ceiling: Ceiling | None,
     ) -> Reply | Call:
         if method == "logging/setLevel":
             level = params.get("level")
@@ -297,6 +304,7 @@ class Dispatcher:
             era="legacy",
             version=session.version,
             principal=principal,
+            ceiling=ceiling,
             capabilities=session.capabilities,
             client_info=session.client_info,
             session=session,
@@ -312,6 +320,7 @@ class Dispatcher:
         era: Era,
         version: str,
         principal: str,
+        ceiling: Ceiling | None,
         capabilities: JSONObject,
         client_info: JSONObject | None,
         session: Session | None,
@@ -346,6 +355,7 @@ class Dispatcher:
             era=era,
             version=version,
             principal=principal,
+            ceiling=ceiling,
             capabilities=capabilities,
             client_info=client_info,
             handler=handler,

@@ -18,6 +18,9 @@ from pydantic import BaseModel
 
 JSONObject = dict[str, Any]
 Era = Literal["legacy", "modern"]
+# The most a request's credentials allow, as an access level's name (an OAuth token's scopes
+# set one); ``None`` where they set no limit. The grants decide the rest.
+Ceiling = Literal["read", "write", "delete"]
 
 # Logging levels of MCP (RFC 5424 order), lowest first.
 LOG_LEVELS: tuple[str, ...] = (
@@ -272,7 +275,9 @@ class RequestContext:
 
     ``principal`` is who the request acts for, supplied by the transport with each request
     (configuration for stdio; a token's subject over HTTP): authorize against it, never against
-    something stored at build time.
+    something stored at build time. ``ceiling`` is the most its credentials allow (an OAuth
+    token's scopes), supplied with it: ``None`` when they set no limit (stdio, a static
+    token). It is a field of its own: the principal is a plain name and carries nothing else.
 
     ``client_capabilities`` are the ones declared for *this* request in the modern era (never
     reused from another request) and the ones from ``initialize`` in the legacy era.
@@ -293,6 +298,7 @@ class RequestContext:
         principal: str,
         client_capabilities: Mapping[str, Any],
         client_info: Mapping[str, Any] | None,
+        ceiling: Ceiling | None = None,
         roots: tuple[JSONObject, ...] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -302,6 +308,7 @@ class RequestContext:
         self.protocol_version = protocol_version
         self.method = method
         self.principal = principal
+        self.ceiling: Ceiling | None = ceiling
         self.client_capabilities = client_capabilities
         self.client_info = client_info
         self.roots = roots

@@ -23,7 +23,7 @@ from typing import Any
 from fsnotes.protocol import inbound, limits
 from fsnotes.protocol.dispatch import Dispatcher, Reply
 from fsnotes.protocol.linecost import LineCost, line_cost
-from fsnotes.protocol.registry import App, JSONObject
+from fsnotes.protocol.registry import App, Ceiling, JSONObject
 from fsnotes.protocol.session import Session
 from fsnotes.protocol.wire import (
     INVALID_REQUEST,
@@ -59,8 +59,9 @@ class ServerConnection:
 
     ``principal`` is who every request on this connection acts for: on stdio it comes from the
     server's configuration (stdio has no MCP authentication); an HTTP session acts for the
-    principal whose token opened it. It is handed to the dispatcher with each request, in
-    whose context it travels (nothing below keeps it).
+    principal whose token opened it. ``ceiling`` is the most that token allows (its OAuth
+    scopes; ``None``: no limit beyond the grants). Both are handed to the dispatcher with
+    each request, in whose context they travel (nothing below keeps them).
 
     ``dispatcher``, ``budget`` and ``answers`` may be shared between connections (the HTTP
     transport shares them between its sessions and its stateless requests); by default each
@@ -72,6 +73,7 @@ class ServerConnection:
         app: App,
         *,
         principal: str,
+        ceiling: Ceiling | None = None,
         tools_page_size: int = limits.TOOLS_PAGE_SIZE,
         max_in_flight: int = limits.MAX_IN_FLIGHT,
         max_in_flight_bytes: int = limits.MAX_IN_FLIGHT_BYTES,
@@ -85,6 +87,7 @@ class ServerConnection:
     ) -> None:
         self.app = app
         self.principal = principal
+        self.ceiling: Ceiling | None = ceiling
         self.dispatcher = dispatcher or Dispatcher(
             app,
             tools_page_size=tools_page_size,
@@ -279,7 +282,9 @@ class ServerConnection:
                     )
                 )
             ]
-        routed = self.dispatcher.route(request, session=self.session, principal=self.principal)
+        routed = self.dispatcher.route(
+            request, session=self.session, principal=self.principal, ceiling=self.ceiling
+        )
         if isinstance(routed, Reply):
             if routed.opened is not None:
                 self.session = routed.opened

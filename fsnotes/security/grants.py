@@ -12,6 +12,9 @@ workspace or any file is opened. The rules:
 - Grants a person approves at run time come from a :class:`GrantSource` given to
   :class:`Grants` when it is made (the setup part's run-time scope); they add to the
   configured grants and never lower one.
+- A request's credentials may allow less than its grants: an OAuth token's scopes set a
+  *ceiling*, and the request's :class:`Scope` holds the lower of each grant and it. The
+  ceiling is told to :meth:`Grants.scope` as a value of its own, never read from the name.
 - A request is authorized against one :class:`Scope`, made by :meth:`Grants.scope` when it
   starts: the table is consulted (and the run-time source checked) once per request, not
   once per lookup.
@@ -19,6 +22,7 @@ workspace or any file is opened. The rules:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -49,6 +53,12 @@ class Access(enum.IntEnum):
                 f"unknown access level {text!r}; use 'read', 'write' or 'delete'"
             ) from None
 
+    @classmethod
+    def from_ceiling(cls, label: Literal["read", "write", "delete"] | None) -> Access:
+        """The ceiling credentials with this label set (the protocol's ``RequestContext``
+        carries it): ``None``, credentials that set no limit, allows everything granted."""
+        return cls.DELETE if label is None else cls.parse(label)
+
     @property
     def label(self) -> Literal["read", "write", "delete"]:
         return _LABELS[self]
@@ -59,29 +69,6 @@ _LABELS: dict[Access, Literal["read", "write", "delete"]] = {
     Access.WRITE: "write",
     Access.DELETE: "delete",
 }
-
-
-class Principal(str):
-    """A principal whose credentials allow at most ``ceiling``, whatever its grants say.
-
-    An OAuth access token's scopes are such a ceiling (:mod:`fsnotes.security.oauth`): the
-    effective access in a workspace is the lower of the grant and the ceiling. It is a ``str``
-    (equal to, and hashed as, the plain name), so it travels through every layer that passes a
-    principal on; :meth:`Grants.granted` and :meth:`Grants.access` apply the ceiling. A plain
-    ``str`` principal has no ceiling.
-    """
-
-    ceiling: Access
-
-    def __new__(cls, name: str, ceiling: Access) -> Principal:
-        self = super().__new__(cls, name)
-        self.ceiling = ceiling
-        return self
-
-
-def ceiling_of(principal: str) -> Access:
-    """The most ``principal``'s credentials allow (``delete`` for a plain name)."""
-    return principal.ceiling if isinstance(principal, Principal) else Access.DELETE
 
 
 class NotGranted(Exception):
@@ -156,7 +143,8 @@ _Table = tuple[dict[str, Workspace], dict[tuple[str, str], Access]]
 class Scope:
     """One request's authorization, resolved once when the request starts.
 
-    Who it acts for (``principal``, whose credentials allow at most :attr:`ceiling`), the
+    Who it acts for (``principal``, a plain name), the most its credentials allow
+    (``ceiling``: an OAuth token's scopes, ``delete`` for credentials that set no limit), the
     workspaces granted to it then (each at the lower of its grant and the ceiling;
     configured ones first, in order) and, for a legacy session, the client's roots that fall
     inside them (``hints``; ``None`` for a stateless request). Made by :meth:`Grants.scope`
@@ -167,12 +155,9 @@ class Scope:
     """
 
     principal: str
+    ceiling: Access
     granted: tuple[tuple[Workspace, Access], ...]
     hints: tuple[Components, ...] | None = None
-
-    @property
-    def ceiling(self) -> Access:
-        return ceiling_of(self.principal)
 
     def workspaces(self) -> list[Workspace]:
         return [ws for ws, _ in self.granted]
@@ -297,8 +282,10 @@ class Grants:
     it; its workspaces may not reuse a configured name, and its grants may name configured
     or run-time workspaces (a layer that breaks this raises ValueError at the lookup).
 
-    The per-principal methods below each make a Scope of their own (one consultation each);
-    a request makes one with :meth:`scope` and asks it everything.
+    The per-principal methods below each make a Scope of their own (one consultation each)
+    and answer from the grants alone, as no credential limits them (configuration checks,
+    the command line); a request makes one with :meth:`scope`, given its credentials'
+    ceiling, and asks it everything.
     """
 
     def __init__(
@@ -353,12 +340,15 @@ class Grants:
             self._merged = (layer, table)
         return table
 
-    def scope(self, principal: str, roots: Sequence[Any] | None = None) -> Scope:
-        """One request's :class:`Scope`, from one consultation of the table. ``roots``: the
-        roots a legacy session's client reported, as it sent them (``None`` for a stateless
+    def scope(
+        self, principal: str, roots: Sequence[Any] | None = None, *, ceiling: Access
+    ) -> Scope:
+        """One request's :class:`Scope`, from one consultation of the table. ``ceiling``: the
+        most the request's credentials allow (``Access.DELETE`` when they set no limit), said
+        by every caller: nothing about it is inferred from the name. ``roots``: the roots a
+        legacy session's client reported, as it sent them (``None`` for a stateless
         request): those inside a granted workspace become hints, the rest are ignored."""
         workspaces, grants = self._current()
-        ceiling = ceiling_of(principal)
         granted = []
         for ws in workspaces.values():
             access = grants.get((principal, ws.name))
@@ -371,7 +361,7 @@ class Grants:
                 for root in self._parse_roots(roots)
                 if any(_contains(ws.components, root) for ws, _ in granted)
             )
-        return Scope(principal, tuple(granted), hints)
+        return Scope(principal, ceiling, tuple(granted), hints)
 
     def _parse_roots(self, roots: Sequence[Any]) -> tuple[Components, ...]:
         """The valid file:// roots among ``roots`` as components (the rest ignored: roots are
@@ -399,28 +389,31 @@ class Grants:
         use it (for the search indexes kept in the background)."""
         return list(self._current()[0].values())
 
+    def _granted_scope(self, principal: str) -> Scope:
+        return self.scope(principal, ceiling=Access.DELETE)
+
     def granted(self, principal: str) -> list[tuple[Workspace, Access]]:
-        """The workspaces this principal may use: configured ones first, in order."""
-        return list(self.scope(principal).granted)
+        """The workspaces this principal is granted: configured ones first, in order."""
+        return list(self._granted_scope(principal).granted)
 
     def access(self, principal: str, workspace: Workspace) -> Access | None:
-        """The principal's access to ``workspace`` (its grant, lowered to its ceiling)."""
-        return self.scope(principal).access(workspace)
+        """The principal's grant on ``workspace``."""
+        return self._granted_scope(principal).access(workspace)
 
     def authorize_workspace_uri(self, principal: str, uri: str, needed: Access) -> Workspace:
         """The granted workspace whose URI is exactly ``uri`` (see :meth:`Scope.named`)."""
-        return self.scope(principal).authorize_workspace_uri(uri, needed)
+        return self._granted_scope(principal).authorize_workspace_uri(uri, needed)
 
     def authorize_note_uri(
         self, principal: str, components: Components, needed: Access
     ) -> tuple[Workspace, Components]:
         """The granted workspace containing ``components``, and the relative rest (see
         :meth:`Scope.containing`)."""
-        return self.scope(principal).authorize_note_uri(components, needed)
+        return self._granted_scope(principal).authorize_note_uri(components, needed)
 
     def default_for(
         self, principal: str, needed: Access, root_hints: Sequence[Components] = ()
     ) -> Workspace:
         """The workspace to use when the caller named none (see :meth:`Scope.default`)."""
-        scope = self.scope(principal)
-        return Scope(principal, scope.granted, tuple(root_hints)).default_for(needed)
+        scope = self._granted_scope(principal)
+        return dataclasses.replace(scope, hints=tuple(root_hints)).default_for(needed)

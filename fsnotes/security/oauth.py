@@ -18,9 +18,9 @@ accepted only when, all of:
   :data:`SCOPE_ACCESS`. Otherwise it is :class:`~fsnotes.security.tokens.InsufficientScope`
   (403).
 
-The principal then acts with its grants, lowered to the highest access its scopes name
-(:class:`~fsnotes.security.grants.Principal`): ``notes:read`` reads even where the grant says
-``delete``, and no scope adds a workspace. Any other failure is
+The principal then acts with its grants, lowered to the highest access its scopes name (the
+``ceiling`` of its :class:`~fsnotes.security.tokens.Identity`): ``notes:read`` reads even
+where the grant says ``delete``, and no scope adds a workspace. Any other failure is
 :class:`~fsnotes.security.tokens.Unauthenticated`, with one message whatever the reason; the
 reason is logged at debug level (never the token).
 
@@ -52,10 +52,10 @@ from typing import Any
 import anyio
 import jwt
 
-from fsnotes.security.grants import Principal
 from fsnotes.security.oauth_settings import SCOPE_ACCESS, OAuthSettings, check_url
 from fsnotes.security.tokens import (
     BearerTokens,
+    Identity,
     InsufficientScope,
     Unauthenticated,
     bearer_token,
@@ -211,7 +211,7 @@ class OAuthTokens:
             key = self._key_for(kid)
         return key
 
-    def verify(self, token: str) -> Principal:
+    def verify(self, token: str) -> Identity:
         """The principal of a valid ``token`` with its scopes' ceiling (blocking: it may fetch
         the JWKS). Raises Unauthenticated or InsufficientScope."""
         try:
@@ -249,9 +249,9 @@ class OAuthTokens:
         levels = [SCOPE_ACCESS[s] for s in _scopes(claims) if s in self.settings.scopes_supported]
         if not levels:
             raise InsufficientScope()
-        return Principal(principal, max(levels))
+        return Identity(principal, max(levels))
 
-    async def authenticate(self, headers: Mapping[str, str]) -> str:
+    async def authenticate(self, headers: Mapping[str, str]) -> Identity:
         token = bearer_token(headers.get("authorization"), max_chars=MAX_JWT_CHARS)
         if token is None:
             raise Unauthenticated()
@@ -283,9 +283,9 @@ class Chained:
         """The static tokens' principals (OAuth's are whoever the issuer names)."""
         return self.static.principals() if self.static is not None else []
 
-    async def authenticate(self, headers: Mapping[str, str]) -> str:
+    async def authenticate(self, headers: Mapping[str, str]) -> Identity:
         if self.static is not None:
             principal = self.static.match(bearer_token(headers.get("authorization")))
             if principal is not None:
-                return principal
+                return Identity(principal)
         return await self.oauth.authenticate(headers)

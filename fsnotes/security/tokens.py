@@ -40,8 +40,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from fsnotes.security.grants import Access
 from fsnotes.state import statedir
 
 _log = logging.getLogger("fsnotes.security")
@@ -86,12 +87,32 @@ class TokenFileError(Exception):
     """The tokens file cannot be used; the message says why (it names no token)."""
 
 
+@dataclass(frozen=True)
+class Identity:
+    """Who a request acts for, and the most its credentials allow.
+
+    ``principal`` is the plain name grants are given to. ``ceiling`` is a limit the
+    credentials set on top of the grants (an OAuth access token's scopes, see
+    :mod:`fsnotes.security.oauth`), or ``None`` for credentials that set none (a static
+    bearer token). Two identities are equal only when both are: an HTTP session opened by
+    one is not used by a token of the same subject with other scopes.
+    """
+
+    principal: str
+    ceiling: Access | None = None
+
+    @property
+    def ceiling_label(self) -> Literal["read", "write", "delete"] | None:
+        """The ceiling by its level's name (how the protocol's request context carries it)."""
+        return None if self.ceiling is None else self.ceiling.label
+
+
 class Authenticator(Protocol):
     """Who an HTTP request acts for, from its headers (names lower-cased, each at most once:
     the transport refuses a request that repeats ``Authorization``)."""
 
-    async def authenticate(self, headers: Mapping[str, str]) -> str:
-        """The principal the request acts for; raises :class:`Unauthenticated` otherwise."""
+    async def authenticate(self, headers: Mapping[str, str]) -> Identity:
+        """Who the request acts for; raises :class:`Unauthenticated` otherwise."""
         ...
 
 
@@ -314,8 +335,8 @@ class BearerTokens:
                 found = entry.principal  # no break: the time does not depend on the position
         return found
 
-    async def authenticate(self, headers: Mapping[str, str]) -> str:
+    async def authenticate(self, headers: Mapping[str, str]) -> Identity:
         principal = self.match(bearer_token(headers.get("authorization")))
         if principal is None:
             raise Unauthenticated()
-        return principal
+        return Identity(principal)

@@ -223,7 +223,9 @@ class SetupFlow:
         uri = lexical.to_file_uri(components)
         first_round = ctx.request_state is None and ctx.input_responses is None
         if first_round:
-            held = await anyio.to_thread.run_sync(self._held, ctx.principal, components, access)
+            held = await anyio.to_thread.run_sync(
+                self._held, ctx.principal, Access.from_ceiling(ctx.ceiling), components, access
+            )
             if held is not None:
                 return held
         try:
@@ -243,10 +245,11 @@ class SetupFlow:
         return await self._resume(ctx, target, access, arguments)
 
     def _held(
-        self, principal: str, components: tuple[str, ...], access: Access
+        self, principal: str, ceiling: Access, components: tuple[str, ...], access: Access
     ) -> ToolResult | None:
-        """A result when ``principal`` already has this access there, else ``None``."""
-        for ws, have in self.grants.granted(principal):
+        """A result when ``principal`` already has this access there (its grant lowered to
+        the ``ceiling`` of the request's credentials), else ``None``."""
+        for ws, have in self.grants.scope(principal, ceiling=ceiling).granted:
             if have < access:
                 continue
             if ws.components == components:
@@ -441,8 +444,9 @@ class SetupFlow:
         status = setup.status
         if status is SetupStatus.APPROVED:
             await anyio.to_thread.run_sync(self.scope.sync)
+            # Is the approved grant in effect? The grant itself, whatever the token's ceiling.
             held = await anyio.to_thread.run_sync(
-                self._held, setup.principal, target.components, access
+                self._held, setup.principal, Access.DELETE, target.components, access
             )
             if held is None:
                 raise ToolError(

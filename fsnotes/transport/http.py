@@ -65,7 +65,7 @@ from fsnotes.protocol.wire import (
 from fsnotes.runtime.answers import AnswerBudget
 from fsnotes.runtime.budget import InFlightBudget
 from fsnotes.runtime.runner import Runner
-from fsnotes.security.tokens import Authenticator, InsufficientScope, Unauthenticated
+from fsnotes.security.tokens import Authenticator, Identity, InsufficientScope, Unauthenticated
 from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_legacy import LegacySessions
 from fsnotes.transport.http_reply import (
@@ -177,7 +177,7 @@ class McpEndpoint:
             await respond(send, 200, json.dumps(oauth.metadata()).encode())
             return
         try:
-            principal = await self._principal(headers)
+            identity = await self._identity(headers)
         except InsufficientScope:
             await respond(
                 send,
@@ -186,7 +186,7 @@ class McpEndpoint:
                 [(b"www-authenticate", self._challenge("insufficient_scope"))],
             )
             return
-        if principal is None:
+        if identity is None:
             presented = hw.single(headers, "authorization")[0] is not None
             await respond(
                 send,
@@ -201,9 +201,9 @@ class McpEndpoint:
         method = scope["method"]
         try:
             if method == "POST":
-                await self._post(scope, receive, send, principal)
+                await self._post(scope, receive, send, identity)
             elif method in ("GET", "DELETE"):
-                await self.legacy.verb(method, scope, receive, send, principal)
+                await self.legacy.verb(method, scope, receive, send, identity)
             else:
                 await refuse(
                     send, 405, f"Method not allowed: {method}", [(b"allow", b"GET, POST, DELETE")]
@@ -228,7 +228,7 @@ class McpEndpoint:
             parts.insert(0, f'error="{error}"')
         return ("Bearer " + ", ".join(parts)).encode()
 
-    async def _principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+    async def _identity(self, headers: list[tuple[bytes, bytes]]) -> Identity | None:
         value, repeated = hw.single(headers, "authorization")
         if value is None or repeated:
             return None
@@ -272,7 +272,7 @@ class McpEndpoint:
             )
         return None
 
-    async def _post(self, scope: Scope, receive: Receive, send: Send, principal: str) -> None:
+    async def _post(self, scope: Scope, receive: Receive, send: Send, identity: Identity) -> None:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         content_type, repeated = hw.single(headers, "content-type")
         if repeated or hw.media_type(content_type) != "application/json":
@@ -323,9 +323,9 @@ class McpEndpoint:
             isinstance(envelope, inbound.Request | inbound.Notification) and envelope.modern
         ) or (version is not None and version.strip(" \t") not in LEGACY_VERSIONS)
         if modern:
-            await self._modern(envelope, parsed, version, scope, receive, send, principal)
+            await self._modern(envelope, parsed, version, scope, receive, send, identity)
         else:
-            await self.legacy.post(envelope, parsed, session_id, receive, send, principal)
+            await self.legacy.post(envelope, parsed, session_id, receive, send, identity)
 
     # --- 2026-07-28 ------------------------------------------------------------------------
 
@@ -337,7 +337,7 @@ class McpEndpoint:
         scope: Scope,
         receive: Receive,
         send: Send,
-        principal: str,
+        identity: Identity,
     ) -> None:
         if isinstance(envelope, inbound.Notification):
             # 2026-07-28 defines no client-to-server notification over HTTP (closing the stream
@@ -389,7 +389,12 @@ class McpEndpoint:
         if not self.stateless.has_room(parsed.cost.charge):
             await self._busy(send, request_id)
             return
-        routed = self.dispatcher.route(envelope, session=None, principal=principal)
+        routed = self.dispatcher.route(
+            envelope,
+            session=None,
+            principal=identity.principal,
+            ceiling=identity.ceiling_label,
+        )
         if isinstance(routed, Reply):
             message = routed.message
             await respond(send, hw.modern_status(message), encode_message(message))

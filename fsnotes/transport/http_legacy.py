@@ -29,6 +29,7 @@ from fsnotes.protocol.wire import INTERNAL_ERROR
 from fsnotes.runtime.answers import AnswerBudget
 from fsnotes.runtime.budget import InFlightBudget
 from fsnotes.runtime.connection import Job, Out, ServerConnection, Write
+from fsnotes.security.tokens import Identity
 from fsnotes.transport import http_wire as hw
 from fsnotes.transport.http_reply import (
     RETRY_AFTER,
@@ -81,14 +82,14 @@ class LegacySessions:
         session_id: str | None,
         receive: Receive,
         send: Send,
-        principal: str,
+        identity: Identity,
     ) -> None:
         """A POST of the 2025-11-25 era: without a session id, or naming one."""
         if session_id is None:
-            await self.sessionless(envelope, parsed, send, principal)
+            await self.sessionless(envelope, parsed, send, identity)
             return
         request_id = envelope.id if isinstance(envelope, inbound.Request) else None
-        session = self.sessions.get(session_id.strip(" \t"), principal)
+        session = self.sessions.get(session_id.strip(" \t"), identity)
         if session is None:
             await refuse(
                 send,
@@ -106,7 +107,7 @@ class LegacySessions:
             session.last_active = anyio.current_time()
 
     async def sessionless(
-        self, envelope: inbound.Envelope, parsed: inbound.Parsed, send: Send, principal: str
+        self, envelope: inbound.Envelope, parsed: inbound.Parsed, send: Send, identity: Identity
     ) -> None:
         if isinstance(envelope, inbound.Invalid):
             await respond(send, 400, encode_message(envelope.error))
@@ -120,21 +121,23 @@ class LegacySessions:
             )
             return
         if envelope.method == "initialize":
-            await self._initialize(envelope, parsed, send, principal)
+            await self._initialize(envelope, parsed, send, identity)
             return
         # ping is answered without a session (2025-11-25 lifecycle); anything else is refused
         # by the dispatcher, which says what to send instead (400: a session is required).
-        routed = self.dispatcher.route(envelope, session=None, principal=principal)
+        routed = self.dispatcher.route(
+            envelope, session=None, principal=identity.principal, ceiling=identity.ceiling_label
+        )
         if isinstance(routed, Reply):
             await respond(send, hw.modern_status(routed.message), encode_message(routed.message))
         else:  # not reached: without a session and _meta the dispatcher starts nothing
             await refuse(send, 400, "Bad request: no Mcp-Session-Id", request_id=envelope.id)
 
     async def _initialize(
-        self, request: inbound.Request, parsed: inbound.Parsed, send: Send, principal: str
+        self, request: inbound.Request, parsed: inbound.Parsed, send: Send, identity: Identity
     ) -> None:
         try:
-            self.sessions.make_room(principal)
+            self.sessions.make_room(identity.principal)
         except SessionsFull as exc:
             await refuse(
                 send,
@@ -147,7 +150,8 @@ class LegacySessions:
             return
         conn = ServerConnection(
             self.app,
-            principal=principal,
+            principal=identity.principal,
+            ceiling=identity.ceiling_label,
             dispatcher=self.dispatcher,
             budget=self.budget,
             answers=self.answers,
@@ -157,9 +161,9 @@ class LegacySessions:
         if answer is None or conn.session is None:
             await respond(send, 400, encode_message(answer or {}))
             return
-        session = HttpSession(self.sessions.new_id(), principal, conn, anyio.current_time())
+        session = HttpSession(self.sessions.new_id(), identity, conn, anyio.current_time())
         self.sessions.add(session)
-        _log.info("opened an HTTP session (%s) for %r", conn.legacy_version, principal)
+        _log.info("opened an HTTP session (%s) for %r", conn.legacy_version, identity.principal)
         await respond(
             send, 200, encode_message(answer), [(hw.SESSION_HEADER.encode(), session.id.encode())]
         )
@@ -212,7 +216,7 @@ class LegacySessions:
             tg.start_soon(job.run, StreamPeer(session))
 
     async def verb(
-        self, method: str, scope: Scope, receive: Receive, send: Send, principal: str
+        self, method: str, scope: Scope, receive: Receive, send: Send, identity: Identity
     ) -> None:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         session_id, _ = hw.single(headers, hw.SESSION_HEADER)
@@ -226,7 +230,7 @@ class LegacySessions:
                 [(b"allow", b"POST")],
             )
             return
-        session = self.sessions.get(session_id.strip(" \t"), principal)
+        session = self.sessions.get(session_id.strip(" \t"), identity)
         if session is None:
             await refuse(
                 send, 404, "Session not found: it ended or never existed; initialize a new one"

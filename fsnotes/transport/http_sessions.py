@@ -24,7 +24,7 @@ from collections import deque
 import anyio
 
 from fsnotes.runtime.connection import ServerConnection
-from fsnotes.security.grants import ceiling_of
+from fsnotes.security.tokens import Identity
 
 _log = logging.getLogger("fsnotes.transport")
 
@@ -58,9 +58,9 @@ class SessionsFull(Exception):
 class HttpSession:
     """One legacy session. See the module docstring."""
 
-    def __init__(self, session_id: str, principal: str, conn: ServerConnection, now: float):
+    def __init__(self, session_id: str, identity: Identity, conn: ServerConnection, now: float):
         self.id = session_id
-        self.principal = principal
+        self.identity = identity  # who opened it: its principal and its token's ceiling
         self.conn = conn
         self.last_active = now
         self.busy = 0  # POSTs being answered and GET streams open
@@ -69,6 +69,10 @@ class HttpSession:
         self._outbox: deque[bytes] = deque()
         self._outbox_bytes = 0
         self._outbox_changed = anyio.Event()
+
+    @property
+    def principal(self) -> str:
+        return self.identity.principal
 
     @property
     def version(self) -> str | None:
@@ -139,8 +143,8 @@ class SessionTable:
     def new_id() -> str:
         return secrets.token_urlsafe(SESSION_ID_BYTES)
 
-    def get(self, session_id: str, principal: str) -> HttpSession | None:
-        """The live session ``session_id`` of ``principal``; ``None`` for an unknown or ended
+    def get(self, session_id: str, identity: Identity) -> HttpSession | None:
+        """The live session ``session_id`` of ``identity``; ``None`` for an unknown or ended
         id, and for another principal's (whose id is not this caller's to use)."""
         session = self._live.get(session_id)
         # Bound to the principal and to its ceiling (an OAuth token's scopes): a token with
@@ -148,8 +152,8 @@ class SessionTable:
         if (
             session is None
             or session.ended
-            or session.principal != principal
-            or ceiling_of(session.principal) != ceiling_of(principal)
+            or session.identity.principal != identity.principal
+            or session.identity.ceiling != identity.ceiling
         ):
             return None
         return session

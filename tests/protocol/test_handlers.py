@@ -165,6 +165,7 @@ def call(method: str, params: JSONObject, *, era: str = "modern", caps: Any = No
         era=era,  # type: ignore[arg-type]
         version="2026-07-28" if era == "modern" else "2025-11-25",
         principal="ada",
+        ceiling=None,
         capabilities=caps or {},
         client_info=None,
         handler=h.table[method],

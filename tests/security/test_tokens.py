@@ -53,7 +53,9 @@ def test_a_principal_is_matched_by_its_tokens_digest_only(tmp_path: Path) -> Non
         "fsn_two"))], None)  # fmt: skip
 
     async def principal(header: str) -> str:
-        return await auth.authenticate({"authorization": header})
+        identity = await auth.authenticate({"authorization": header})
+        assert identity.ceiling is None  # a static token sets no ceiling
+        return identity.principal
 
     assert anyio.run(principal, "Bearer fsn_one") == "ada"
     assert anyio.run(principal, "Bearer fsn_two") == "bob"

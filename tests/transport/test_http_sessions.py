@@ -369,19 +369,47 @@ def test_idle_sessions_expire_with_a_reason() -> None:
     import anyio
 
     from fsnotes.runtime.connection import ServerConnection
+    from fsnotes.security.tokens import Identity
     from fsnotes.transport.http_sessions import HttpSession, SessionTable
     from tests.servers.demo_server import build_app
 
     async def main() -> None:
         table = SessionTable(idle_s=60)
-        busy = HttpSession("b", "ada", ServerConnection(build_app(), principal="ada"), 0.0)
-        idle = HttpSession("i", "ada", ServerConnection(build_app(), principal="ada"), 0.0)
-        fresh = HttpSession("f", "ada", ServerConnection(build_app(), principal="ada"), 50.0)
+        ada = Identity("ada")
+        busy = HttpSession("b", ada, ServerConnection(build_app(), principal="ada"), 0.0)
+        idle = HttpSession("i", ada, ServerConnection(build_app(), principal="ada"), 0.0)
+        fresh = HttpSession("f", ada, ServerConnection(build_app(), principal="ada"), 50.0)
         busy.busy = 1
         for s in (busy, idle, fresh):
             table.add(s)
         table.expire(100.0)
-        assert idle.ended and table.get("i", "ada") is None
+        assert idle.ended and table.get("i", ada) is None
         assert not busy.ended and not fresh.ended and len(table) == 2
+
+    anyio.run(main)
+
+
+def test_a_session_is_found_only_for_its_principal_with_its_tokens_ceiling() -> None:
+    import anyio
+
+    from fsnotes.runtime.connection import ServerConnection
+    from fsnotes.security.grants import Access
+    from fsnotes.security.tokens import Identity
+    from fsnotes.transport.http_sessions import HttpSession, SessionTable
+    from tests.servers.demo_server import build_app
+
+    async def main() -> None:
+        table = SessionTable(max_per_principal=2)
+        reader = Identity("ada", Access.READ)
+        conn = ServerConnection(build_app(), principal="ada", ceiling="read")
+        table.add(HttpSession("r", reader, conn, 0.0))
+        assert table.get("r", Identity("ada", Access.READ)) is not None
+        for other in (Identity("ada"), Identity("ada", Access.WRITE), Identity("bob", Access.READ)):
+            assert table.get("r", other) is None
+        # The bound counts sessions by principal, whatever their ceilings.
+        full = ServerConnection(build_app(), principal="ada")
+        table.add(HttpSession("f", Identity("ada"), full, 1.0))
+        table.make_room("ada")
+        assert table.get("r", reader) is None and len(table) == 1
 
     anyio.run(main)

@@ -106,7 +106,7 @@ class Declared(Generic[ArgsT, ResultT]):
             # One Scope per handler call: the grants consulted once, here. A legacy handler
             # called again after a person answered a live question gets a new one on
             # purpose: a grant revoked while they decided stops a delete.
-            notes = service.acting_for(ctx.principal, ctx.roots)
+            notes = service.acting_for(ctx.principal, ctx.roots, ctx.ceiling)
             call = ToolCall(notes, deletes, ctx.request_state, ctx.input_responses)
             if waits is not None:
                 await _indexed(ctx, lambda: waits(call, args))

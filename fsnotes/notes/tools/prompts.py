@@ -146,7 +146,7 @@ class NotesPrompts:
         self.today = today  # the server's local day (tests pass their own)
 
     def _acting(self, ctx: RequestContext) -> Notes:
-        return self.service.acting_for(ctx.principal, ctx.roots)
+        return self.service.acting_for(ctx.principal, ctx.roots, ctx.ceiling)
 
     # --- prompts/list, prompts/get -----------------------------------------------------------
 

@@ -56,7 +56,7 @@ class NotesResources:
         self.service = service
 
     def _acting(self, ctx: RequestContext) -> Notes:
-        return self.service.acting_for(ctx.principal, ctx.roots)
+        return self.service.acting_for(ctx.principal, ctx.roots, ctx.ceiling)
 
     async def list_resources(
         self, ctx: RequestContext, cursor: str | None

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from fsnotes.notes.history import History, HistoryUnavailable, Keep, current_etag
 from fsnotes.notes.index.catalog import Catalog, IndexStatus
@@ -82,12 +82,18 @@ class NotesService:
     audit: Auditor
     history: History = field(default_factory=History.off)  # what changes keep (history.py)
 
-    def acting_for(self, principal: str, roots: Sequence[Any] | None = None) -> Notes:
+    def acting_for(
+        self,
+        principal: str,
+        roots: Sequence[Any] | None = None,
+        ceiling: Literal["read", "write", "delete"] | None = None,
+    ) -> Notes:
         """The notes as ``principal`` may use them, for one request (one :class:`Scope`, so
         one consultation of the grants). ``roots``: the roots a legacy session's client
         reported (None for a modern, stateless request): hints that may pick the default
-        workspace among the granted ones, never add one."""
-        scope = self.grants.scope(principal, roots)
+        workspace among the granted ones, never add one. ``ceiling``: the most the request's
+        credentials allow (the request context's; ``None``: no limit beyond the grants)."""
+        scope = self.grants.scope(principal, roots, ceiling=Access.from_ceiling(ceiling))
         return Notes(scope, self.stores, self.catalogs, self.audit, self.history)
 
 

@@ -165,3 +165,31 @@ async def _both(a: Any, b: Any) -> tuple[Any, Any]:
         tg.start_soon(put, 0, a)
         tg.start_soon(put, 1, b)
     return out[0], out[1]
+
+
+async def test_a_ceiling_given_with_the_principal_lowers_its_grants_and_a_plain_name_has_none(
+    shared: tuple[Server, Path, Path],
+) -> None:
+    server, team, _diary = shared
+    async with (
+        running(ServerConnection(server.app, principal="ada", ceiling="read")) as reader,
+        running(ServerConnection(server.app, principal="ada")) as full,
+    ):
+        listed = await result(reader, 1, "workspaces_list", {})
+        access = {w["name"]: w["access"] for w in listed["structuredContent"]["workspaces"]}
+        assert access == {"team": "read", "diary": "read"}
+        made = await result(
+            reader, 2, "notes_create",
+            {"workspaceUri": team.as_uri(), "path": "r.md", "content": "x"},
+        )  # fmt: skip
+        assert made["isError"] is True and not (team / "r.md").exists()
+        assert "'read'" in made["content"][0]["text"]
+
+        listed = await result(full, 1, "workspaces_list", {})
+        access = {w["name"]: w["access"] for w in listed["structuredContent"]["workspaces"]}
+        assert access == {"team": "delete", "diary": "delete"}
+        made = await result(
+            full, 2, "notes_create",
+            {"workspaceUri": team.as_uri(), "path": "f.md", "content": "x"},
+        )  # fmt: skip
+        assert made["isError"] is False and (team / "f.md").exists()
