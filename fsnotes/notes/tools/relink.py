@@ -31,8 +31,12 @@ still name the note and never fewer than it had, and a Markdown link is recomput
 relative to the note that holds it, with spaces and non-ASCII characters encoded as it
 encoded them.
 
-Not atomic across notes: a server killed halfway leaves the notes not yet rewritten
-pointing to the old path (each note is whole, old or new).
+Not atomic across notes, but resumable: a server killed halfway leaves the notes not yet
+rewritten pointing to the old path (each note is whole, old or new), and the move's row in
+the move journal (:mod:`fsnotes.state.moves`, written by the service before the rename,
+from :meth:`MovePlan.record`). The same move called again finishes the job
+(:mod:`fsnotes.notes.tools.resume`): the moved note is rewritten first and alone so the row
+can say it is done, and each linker's planned etag tells whether the killed run reached it.
 """
 
 from __future__ import annotations
