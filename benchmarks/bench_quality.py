@@ -13,11 +13,16 @@ In the same run, over the same title and abstract text, the baselines:
 * ``fts5-or``: SQLite FTS5 ``bm25()`` over (title, body) with the question's words ORed as
   written (a word written twice is ORed twice, which bm25 adds up), the tokenizer the index
   uses (porter over unicode61, diacritics removed); ``fts5-or distinct``: each word once;
+* ``bm25s``: the ``bm25s`` package from PyPI (``pip install 'fsnotes[quality]'``; a
+  benchmark-only dependency; its defaults: k1 = 1.5, b = 0.75, Lucene's BM25) over the same
+  tokens, the question's words as written or each once; and over its own tokenizer (words of
+  two letters or more, lower-cased, its English stopword list, no stemming);
 * ``bm25-py``: a textbook BM25 (k1 = 1.2, b = 0.75, Lucene's IDF, summed over the query's
   words as written) in pure Python over the same tokens (read back from FTS5's
   ``fts5vocab``), title and body as one field; ``bm25-py distinct``: each word once.
 
-The best of these is the baseline ``notes_search`` is compared with.
+The best of these is the baseline ``notes_search`` is compared with. Then the ranking's
+steps one at a time, offline (benchmarks/quality_steps.py), and the server's row.
 
 Printed: nDCG@10 (binary gains: CISI's judgements are all "relevant"), P@10, MRR@10,
 recall@50 (``notes_search`` returns at most 50 results, so recall is taken at 50 for every
@@ -46,6 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_protocol import REPO
 from bench_vault import Server, fsnotes_cmd, fsnotes_env
+from quality_steps import step_rows
 
 from fsnotes.notes.index.schema import TOKENIZER
 
@@ -154,6 +160,36 @@ class Baselines:
         )
         return [r[0] for r in rows]
 
+    def bm25s_ranker(self, docs: dict[int, tuple[str, str]], own: bool) -> Any:
+        """A ranking function over a ``bm25s`` index of the same notes (None: the package
+        is not installed); ``own``: its own tokenizer instead of the index's tokens."""
+        try:
+            import bm25s  # a benchmark-only dependency, optional
+        except ImportError:
+            return None
+        ids = sorted(docs)
+        engine = bm25s.BM25()
+        if own:
+            texts = [f"{docs[n][0]}\n{docs[n][1]}" for n in ids]
+            engine.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+        else:
+            corpus = [[t for t, c in self.tf[n].items() for _ in range(c)] for n in ids]
+            engine.index(corpus, show_progress=False)
+
+        def rank(query: str, k: int, distinct: bool = False) -> list[int]:
+            if own:
+                words = bm25s.tokenize(query, return_ids=False, show_progress=False)[0]
+            else:
+                words = [t for t in self.tokens(query) if self.df.get(t)]
+            if distinct:
+                words = sorted(set(words))
+            if not words:
+                return []
+            found, scores = engine.retrieve([words], k=k, show_progress=False)
+            return [ids[int(i)] for i, s in zip(found[0], scores[0], strict=True) if s > 0]
+
+        return rank
+
     def bm25_py(self, query: str, k: int, distinct: bool = False) -> list[int]:
         n = len(self.tf)
         scores: dict[int, float] = {}
@@ -255,7 +291,19 @@ def main() -> int:
     ):
         ranked = {q: rank(t, RECALL_AT, distinct) for q, t in questions.items()}
         rows[name] = summary(ranked, qrels, len(questions))
+    for own in (False, True):
+        ranker = base.bm25s_ranker(docs, own)
+        if ranker is None:
+            print("bm25s is not installed (pip install 'fsnotes[quality]'): its rows left out")
+            break
+        label = "bm25s (k1 1.5, b 0.75)" + (", its own tokenizer" if own else "")
+        for distinct in (False, True):
+            ranked = {q: ranker(t, RECALL_AT, distinct) for q, t in questions.items()}
+            rows[label + (" distinct" if distinct else "")] = summary(ranked, qrels, len(questions))
     baselines = list(rows)
+    # The ranking's steps, offline over the same tokens (benchmarks/quality_steps.py).
+    for name, ranked in step_rows(base.db, "v", base.tokens, questions, RECALL_AT).items():
+        rows[name] = summary(ranked, qrels, len(questions))
     scratch = Path(tempfile.mkdtemp(prefix="fsnotes-quality-"))
     try:
         write_vault(scratch / "vault", docs)

@@ -10,11 +10,13 @@ transaction's note count; and the sorting of SQLite's errors into busy (retry), 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from fsnotes.notes.index.schema import register_functions
 from fsnotes.state import statedir
 
 # A reader or writer waits this long for another connection's write to finish (a batch of
@@ -23,6 +25,9 @@ BUSY_TIMEOUT_MS = 10_000
 # Page cache per connection: queries touch a few hundred pages; several worker threads each
 # hold a connection, so the cache is kept small to bound memory (SQLite's default is 2 MiB).
 CACHE_KIB = 4096
+# What a WAL is cut back to once a checkpoint has copied it all into the file (see
+# _configure): a batch of a thousand notes writes a few MiB, so this keeps a batch's worth.
+WAL_KEEP_BYTES = 16 * 1024 * 1024
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # Failures of the state directory, not of the file: rebuilding would not help (and on a full
 # disk would delete the index and fill the disk again, once a second).
@@ -70,12 +75,28 @@ _UNAVAILABLE: dict[int, str] = {
 }
 
 
-def classify(exc: sqlite3.Error) -> IndexProblem:
+# Under this much free space the state directory's disk is called full. SQLite reports a
+# write that finds no space for its shared-memory or WAL file as an I/O error, not as
+# SQLITE_FULL (seen on a full tmpfs), and "full" tells a person what to do where "I/O error"
+# sends them looking for a failing disk; an index cannot be built in less than this anyway.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def _nearly_full(folder: Path) -> bool:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < FULL_BELOW_BYTES
+
+
+def classify(exc: sqlite3.Error, folder: Path | None = None) -> IndexProblem:
     """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
     nothing that cannot be recomputed), unavailable (retry later and report), or a query
     FTS5 refused. Only what SQLite itself calls damage (a corrupt file, not a database, a
     missing table) rebuilds: any other error, not foreseen here, is retried, never a reason
-    to throw the index away."""
+    to throw the index away. ``folder``: the index's folder, whose free space tells an I/O
+    error that is a full disk from one that is not."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(exc)
@@ -83,6 +104,8 @@ def classify(exc: sqlite3.Error) -> IndexProblem:
         return IndexBusy(text)
     if primary in _CORRUPT_CODES or "malformed" in text or "no such table" in text:
         return IndexCorrupt(text)
+    if primary == sqlite3.SQLITE_IOERR and folder is not None and _nearly_full(folder):
+        return IndexUnavailable(_UNAVAILABLE[sqlite3.SQLITE_FULL])
     if primary in _UNAVAILABLE:
         return IndexUnavailable(_UNAVAILABLE[primary])
     if text.startswith("fts5:") or "unterminated string" in text:
@@ -144,6 +167,7 @@ class Connections:
 
 
 def _configure(conn: sqlite3.Connection) -> None:
+    register_functions(conn)
     # The busy timeout first: every later statement (the journal-mode switch included)
     # then waits for another process instead of failing at once.
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -153,6 +177,10 @@ def _configure(conn: sqlite3.Connection) -> None:
     # /var/tmp or /tmp, which the Landlock jail does not grant, and a batch of the build
     # then fails with "unable to open database file" (the index rebuilt in a loop).
     conn.execute("PRAGMA temp_store=MEMORY")
+    # A checkpoint that empties the WAL truncates it to this size: without it a WAL keeps
+    # the size of the largest transaction ever written (a build's final merge rewrites the
+    # whole full-text index: hundreds of MiB beside the file for as long as it serves).
+    conn.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
 
 
 class Tx:

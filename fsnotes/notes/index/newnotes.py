@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fsnotes.notes.index.schema import (
+    DEFLATE,
     FTS_COLUMNS,
     ROW_COLUMNS,
     Document,
@@ -31,6 +32,11 @@ NOTE_COLUMNS = (
 )
 NOTE_INSERT = f"INSERT INTO notes({NOTE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
 FTS_INSERT = f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES ({', '.join('?' * 8)})"
+# The same row as the FTS table's, its body compressed (see schema.DEFLATE).
+TEXT_INSERT = (
+    f"INSERT INTO texts(id, {', '.join(FTS_COLUMNS)}) VALUES "
+    f"({', '.join(f'{DEFLATE}(?)' if c == 'body' else '?' for c in ('id', *FTS_COLUMNS))})"
+)
 # The rows of a note besides its ``notes`` row, by table, in the order they are written.
 SIDE_INSERTS = {
     "tags": "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
@@ -42,14 +48,17 @@ SIDE_INSERTS = {
 }
 
 
-def _from_json(insert: str, width: int, id_at: int) -> str:
+def _from_json(insert: str, width: int, id_at: int, *, deflate: int | None = None) -> str:
     """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
     arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
     and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
     have had JSON1 compiled in by default for years)."""
-    values = ", ".join(
+    cells = [
         f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
-    )
+    ]
+    if deflate is not None:  # that column compressed (see schema.DEFLATE)
+        cells[deflate] = f"{DEFLATE}({cells[deflate]})"
+    values = ", ".join(cells)
     return f"{insert} SELECT {values} FROM json_each(:rows)"
 
 
@@ -61,6 +70,12 @@ BULK_INSERTS = {
     "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
     "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
 }
+
+# A note's FTS row is also its ``texts`` row (its words indexed, its text kept once, see
+# schema.DEFLATE): written from the same rows, the ``texts`` row first.
+BULK_TEXT_INSERT = _from_json(
+    f"INSERT INTO texts(id, {', '.join(FTS_COLUMNS)})", 8, 0, deflate=FTS_COLUMNS.index("body") + 1
+)
 
 
 # Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not

@@ -2,7 +2,8 @@
 
 A cache, never the truth. It holds, per note, what listing and search need without opening
 the file (path, title, tags, links, size, modification time, device and inode, etag) and an
-FTS5 table over title, headings, path, tags, frontmatter values and body. Everything in it
+FTS5 table over title, headings, path, tags, frontmatter values and body, whose text it keeps
+once, the body compressed (see ``texts`` in :mod:`fsnotes.notes.index.schema`). Everything in it
 can be rebuilt from the workspace: a file that is missing, unreadable, corrupt, or of another
 schema is replaced by an empty one (logged) and the scanner fills it again.
 
@@ -38,10 +39,13 @@ from fsnotes.notes.index.connections import (
     classify,
     state_errors,
 )
+from fsnotes.notes.index.counts import MatchCounts
 from fsnotes.notes.index.newnotes import (
     BULK_INSERTS,
+    BULK_TEXT_INSERT,
     NOTE_INSERT,
     SIDE_INSERTS,
+    TEXT_INSERT,
     NewNotes,
     note_row,
     side_rows,
@@ -112,6 +116,7 @@ class NoteIndex(IndexReads):
         self.extensions = tuple(extensions)
         self._conns = Connections(path)
         self._file_identity: tuple[int, int] | None = None
+        self._counts = MatchCounts()
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -158,7 +163,7 @@ class NoteIndex(IndexReads):
             found = conn.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
             return found is not None and found[0] == self.fingerprint
         except sqlite3.Error as exc:
-            problem = classify(exc)
+            problem = classify(exc, self.path.parent)
             if isinstance(problem, IndexBusy):
                 raise problem from None
             return False
@@ -177,6 +182,7 @@ class NoteIndex(IndexReads):
     def _create_locked(self, *, reason: str) -> None:
         """Replace the file by an empty index (the create lock is held)."""
         self._conns.reset()
+        self._counts.forget()
         if reason != "missing":
             log.warning("search index %s is %s; rebuilding it", self.path.name, reason)
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -187,6 +193,9 @@ class NoteIndex(IndexReads):
         statedir.prepare_database(self.path)
         try:
             conn = self._conns.get()
+            # Before any table: freed pages can be given back to the filesystem (see
+            # _compact; a page freed by a later write is reused first, never lost).
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")
             # One transaction: the tables, the meta rows and the version appear together or
             # not at all. A file left half made (a full disk) would look damaged to the next
@@ -197,7 +206,7 @@ class NoteIndex(IndexReads):
                 f"('notes', '0'); PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
             )
         except sqlite3.Error as exc:
-            problem = classify(exc)
+            problem = classify(exc, self.path.parent)
             self._conns.reset()
             # Nothing usable was made: leave no file, so the next try is a creation again
             # (not a "damaged" index to rebuild).
@@ -210,6 +219,7 @@ class NoteIndex(IndexReads):
     def _remember_file(self) -> None:
         st = os.stat(self.path)
         self._file_identity = (st.st_dev, st.st_ino)
+        self._counts.forget()  # another file's counts, or counts from before it was made
 
     def recreate(self) -> None:
         """After :class:`IndexCorrupt`: replace the file by an empty index, unless another
@@ -231,12 +241,17 @@ class NoteIndex(IndexReads):
 
     # --- plumbing --------------------------------------------------------------------------
 
+    def count_matches(self, match: str, cap: int) -> int:
+        """Notes of the FTS table matching ``match``, counted up to ``cap`` (remembered
+        while the full-text index is unchanged, see :mod:`fsnotes.notes.index.counts`)."""
+        return self._counts.count(self.query, match, cap)
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (parameters bound); errors as IndexProblem."""
         try:
             return self._conns.get().execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Tx]:
@@ -244,7 +259,7 @@ class NoteIndex(IndexReads):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
         tx = Tx(conn)
         try:
             yield tx
@@ -253,7 +268,7 @@ class NoteIndex(IndexReads):
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -264,7 +279,7 @@ class NoteIndex(IndexReads):
             except sqlite3.Error as exc:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                raise classify(exc) from None
+                raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
     def bulk(self, notes: int) -> Iterator[None]:
@@ -282,7 +297,7 @@ class NoteIndex(IndexReads):
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
             self._merging(conn, building=building)
         except sqlite3.Error as exc:
-            raise classify(exc) from None
+            raise classify(exc, self.path.parent) from None
         try:
             yield
         finally:
@@ -292,6 +307,20 @@ class NoteIndex(IndexReads):
                 if building:
                     for table in ("fts", "tfts"):
                         conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+                    self._compact(conn)
+
+    @staticmethod
+    def _compact(conn: sqlite3.Connection) -> None:
+        """Give back what a build's final merge freed: the merge writes the full-text
+        index anew and frees the segments it merged (as many pages again), which a file
+        keeps as free pages unless vacuumed (the file is created with incremental
+        auto-vacuum, see :meth:`_create_locked`); then copy the WAL into the file and cut
+        it back (another process reading an older snapshot can keep the checkpoint from
+        finishing: the WAL is then cut at a later checkpoint, never wrong)."""
+        # executescript steps the pragma to its end (execute would free one page: a page
+        # per step).
+        conn.executescript("PRAGMA incremental_vacuum;")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @staticmethod
     def _merging(conn: sqlite3.Connection, *, building: bool) -> None:
@@ -408,8 +437,10 @@ class NoteIndex(IndexReads):
     @staticmethod
     def _delete_id(tx: Tx, note_id: int) -> None:
         conn = tx.conn
+        # The FTS rows first: FTS5 reads the words to remove from the ``texts`` row.
         conn.execute("DELETE FROM fts WHERE rowid=?", (note_id,))
         conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
+        conn.execute("DELETE FROM texts WHERE id=?", (note_id,))
         conn.execute("DELETE FROM tags WHERE note=?", (note_id,))
         conn.execute("DELETE FROM links WHERE note=?", (note_id,))
         conn.execute("DELETE FROM front WHERE note=?", (note_id,))
@@ -424,6 +455,8 @@ class NoteIndex(IndexReads):
         cur = conn.execute(NOTE_INSERT, note_row(doc))
         rows = side_rows(cur.lastrowid, doc, extensions)
         for table, sql in SIDE_INSERTS.items():
+            if table == "fts":
+                conn.executemany(TEXT_INSERT, rows[table])
             conn.executemany(sql, rows[table])
 
     @staticmethod
@@ -445,6 +478,8 @@ class NoteIndex(IndexReads):
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
         for table, text in batch.payloads:
+            if table == "fts":
+                tx.conn.execute(BULK_TEXT_INSERT, {"rows": text, "base": base})
             tx.conn.execute(BULK_INSERTS[table], {"rows": text, "base": base})
         tx.delta += len(batch.parts)
         return True

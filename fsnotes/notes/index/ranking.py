@@ -2,21 +2,25 @@
 
 A query is an any-word search (fsnotes/notes/index/search.py); notes holding every term it
 selects by come first. A note *about* a thing usually names it in its title and its file
-name, so next notes are ranked by how many of those two hold every such term (2, 1 or 0);
-within each tier
-FTS5's ``bm25()`` ranks, with a match in a heading, a tag or the title counting more than
-one in running text.
-(FTS5's bm25 adds the weighted hits of all columns before its term-frequency saturation, so
-column weights alone cannot lift a short title over a long body: hence the tiers.) Excerpts
-come from FTS5's ``snippet()`` over the body, with the matched
+name, so next notes are ranked by how many of those two hold every such term (2, 1 or 0).
+Within each tier a question (QUESTION_TERMS or more selecting terms) is ranked by BM25F
+over the fields (:func:`bm25f`, from the statistics fsnotes/notes/index/termstats.py reads),
+then re-ordered by RM3 pseudo-relevance feedback (:func:`feedback`); a keyword or two by
+FTS5's ``bm25()`` with the column weights below. (FTS5's bm25 adds the weighted hits of all
+columns before its term-frequency saturation and normalises by the whole note's length, so
+column weights alone cannot lift a short title over a long body: hence the tiers, and BM25F
+for questions.) Excerpts come from FTS5's ``snippet()`` over the body, with the matched
 words marked, and are placed on the line of the note they start on.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsnotes.notes.index.schema import FTS_COLUMNS
+from fsnotes.notes.index.schema import FTS_COLUMNS, TEXT_COLUMNS
 
 # bm25 weight per FTS column (fsnotes/notes/index/noteindex.py FTS_COLUMNS order).
 COLUMN_WEIGHTS: dict[str, float] = {
@@ -52,6 +56,120 @@ COMMON_NOTES = 10_000
 # result says "at least" (totalExact false) instead of reading a million rowids to count.
 COUNT_CAP = 10_000
 WEIGHTS: tuple[float, ...] = tuple(COLUMN_WEIGHTS[c] for c in FTS_COLUMNS)
+
+# The ranking score: BM25F (Robertson and Zaragoza, "The probabilistic relevance framework",
+# 2009): a term's frequency in each field is divided by that field's length normalisation,
+# weighted by the field, summed, and only then saturated (k1), so a word in a short title
+# counts like several in a long body. Chosen on the CISI collection
+# (benchmarks/bench_quality.py; the steps and their effect are in docs/search.md): k1 2.0
+# instead of the textbook 1.2 (a term repeated in an abstract keeps adding), the title
+# twice the body.
+BM25F_K1 = 2.0
+# BM25F and feedback rank a question: a query of at least this many selecting terms. A
+# keyword or two is ranked by FTS5's bm25() in C (its title and path tiers come first, and
+# it costs a third of reading the statistics out: 2 ms instead of 6 at 20k notes).
+QUESTION_TERMS = 3
+# A question's notes are first cut by FTS5's bm25 (in C) to its best this many, which BM25F
+# and the feedback then re-score: reading a column length and scoring a note in Python costs
+# about 30 µs, too much for the 4,000 notes of the window (95 ms at 100k notes, against 33
+# for bm25 alone); the notes bm25 puts below this many rarely reach the first page.
+RESCORE_DEPTH = 200
+BM25F_B = 0.75
+FIELD_WEIGHTS: dict[str, float] = {
+    "path": 1.0,
+    "title": 1.5,
+    "headings": 1.0,  # a note's first heading is its title too: counted there already
+    "tags": 2.0,
+    "front": 1.0,
+    "body": 1.0,
+}
+TEXT_WEIGHTS: tuple[float, ...] = tuple(FIELD_WEIGHTS[c] for c in TEXT_COLUMNS)
+# Pseudo-relevance feedback (RM3, Lavrenko and Croft 2001; Abdul-Jaleel et al. 2004): the
+# FEEDBACK_NOTES best notes of the first ranking lend their FEEDBACK_TERMS most likely words
+# (by their share of each note's words, weighted by the note's score), which then carry
+# FEEDBACK_SHARE of the query's weight. It only re-orders the notes that match: a word it
+# adds never makes a note match.
+FEEDBACK_NOTES = 5
+FEEDBACK_TERMS = 10
+FEEDBACK_SHARE = 0.5
+# Feedback re-orders the first ranking's best this many notes (the others cannot rise above
+# them: feedback only adds), so reading a feedback word costs at most this many notes' rows.
+FEEDBACK_RERANK = 100
+# A word lent must be in at least this many of the FEEDBACK_NOTES (a word of one note only
+# is that note's topic, not the question's).
+FEEDBACK_MIN_NOTES = 2
+# Candidate words looked at (by their feedback weight) to find FEEDBACK_TERMS that are not
+# very common: counting a candidate's notes reads up to FEEDBACK_MAX_NOTES rowids.
+FEEDBACK_CANDIDATES = 20
+# A feedback word in more notes than this (or than the very-common bound) is skipped: it
+# says little, and reading its occurrences would cost as much as a common word's.
+FEEDBACK_MAX_NOTES = 1000
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """One term as the ranking sees it: in how many notes of the index it is, its weight
+    in the query (the times it was typed, or its feedback weight), and its occurrences in
+    the candidate notes as (note id, text column index in TEXT_COLUMNS, count) rows."""
+
+    notes: int
+    weight: float
+    freqs: list[tuple[int, int, int]]
+
+
+def idf(notes: int, total: int) -> float:
+    """Lucene's BM25 idf: never negative, so a word in most notes still counts a little."""
+    return math.log(1.0 + (total - notes + 0.5) / (notes + 0.5))
+
+
+def bm25f(
+    terms: Sequence[TermStats],
+    total: int,
+    lengths: dict[int, tuple[int, ...]],
+    averages: tuple[float, ...],
+) -> dict[int, float]:
+    """BM25F score (higher is better) of every note some term occurs in. ``total``: notes
+    in the index; ``lengths``: each note's tokens per text column (a note missing from it
+    counts as of average length); ``averages``: the index's average per column. Linear in
+    the terms' rows."""
+    out: dict[int, float] = {}
+    norms: dict[int, tuple[float, ...]] = {}
+    k1 = BM25F_K1
+    for term in terms:
+        weight = term.weight * idf(term.notes, max(total, term.notes)) * (k1 + 1.0)
+        acc: dict[int, float] = {}
+        for note, column, count in term.freqs:
+            norm = norms.get(note)
+            if norm is None:
+                size: Sequence[float] = lengths.get(note) or averages
+                norm = norms[note] = tuple(
+                    w / (1.0 - BM25F_B + BM25F_B * (s / a if a else 1.0))
+                    for w, s, a in zip(TEXT_WEIGHTS, size, averages, strict=True)
+                )
+            acc[note] = acc.get(note, 0.0) + count * norm[column]
+        for note, x in acc.items():
+            if x > 0:
+                out[note] = out.get(note, 0.0) + weight * x / (x + k1)
+    return out
+
+
+def feedback(top: Sequence[tuple[float, Counter[str]]]) -> list[tuple[str, float]]:
+    """RM3's expansion words for the best notes as (score, their tokens): each word found
+    in at least FEEDBACK_MIN_NOTES of them with its relevance-model weight, best first (the
+    caller keeps those it can afford)."""
+    total = sum(score for score, _ in top if score > 0)
+    weights: dict[str, float] = {}
+    seen: Counter[str] = Counter()
+    for score, words in top:
+        size = sum(words.values())
+        if score <= 0 or not size:
+            continue
+        seen.update(words.keys())
+        for word, count in words.items():
+            weights[word] = weights.get(word, 0.0) + (score / total) * count / size
+    shared = [(w, v) for w, v in weights.items() if seen[w] >= FEEDBACK_MIN_NOTES]
+    return sorted(shared, key=lambda w: (-w[1], w[0]))
+
 
 # Matched words are wrapped in these marks: Markdown bold, which every model reads as
 # emphasis (a note's own '**' can look the same; the excerpt is a pointer, not the text).

@@ -15,11 +15,12 @@ English words):
   term of the query is very common;
 * a note matches when it holds any of the remaining (*selecting*) terms. Matches are
   ordered by: whether they hold every selecting term, then how many of title and path hold
-  every selecting term (:mod:`fsnotes.notes.index.ranking`), then bm25 over the fields, a
+  every selecting term (:mod:`fsnotes.notes.index.ranking`), then the ranking score (for a
+  question BM25F and RM3 feedback, :func:`scores_of`; for a keyword or two FTS5's bm25), a
   term typed several times counting that many times (up to
   :data:`~fsnotes.notes.text.query.MAX_TERM_REPEATS`).
 
-bm25 reads every hit of every term, so it is computed over the rarest selecting terms whose
+The score reads every hit of every term, so it is computed over the rarest selecting terms whose
 note counts add up to at most :data:`~fsnotes.notes.index.ranking.RANK_WINDOW` (at least
 the rarest one; for that one alone, over its newest
 :data:`~fsnotes.notes.index.ranking.RANK_NEWEST` notes): a query whose
@@ -29,10 +30,11 @@ bound as a parameter, never spliced into the SQL.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsnotes.notes.index import ranking
+from fsnotes.notes.index import ranking, termstats
 from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.schema import BODY_COLUMN, ROW_COLUMNS, TIER_COLUMNS, Hit, row_of
 from fsnotes.notes.text.query import MAX_QUERY_TERMS, Term, to_match
@@ -43,7 +45,8 @@ class Plan:
     """Which of a query's terms are searched, and how (see the module docstring)."""
 
     selecting: list[Term]  # a note holding any of these matches
-    ranked: list[Term]  # the rarest selecting terms, which bm25 reads
+    ranked: list[Term]  # the rarest selecting terms, which the ranking reads
+    ranked_notes: list[int]  # how many notes hold each ranked term
     common: list[Term]  # very common: neither select nor rank
     dropped: list[Term]  # past MAX_QUERY_TERMS
     exact: bool  # every selecting term is ranked by bm25
@@ -63,12 +66,7 @@ def _scoped(expr: str, scoped: Sequence[str]) -> str:
 
 
 def _count(index: NoteIndex, match: str, cap: int) -> int:
-    return int(
-        index.query(
-            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
-            (match, cap),
-        )[0][0]
-    )
+    return index.count_matches(match, cap)
 
 
 def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
@@ -90,15 +88,18 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
     if len(selecting) == len(kept):
         common = []
     ranked: list[Term] = []
+    ranked_notes: list[int] = []
     budget = 0
     for df, term in selecting:
         if ranked and budget + df > ranking.RANK_WINDOW:
             break
         ranked.append(term)
+        ranked_notes.append(df)
         budget += df
     return Plan(
         selecting=[t for _df, t in selecting],
         ranked=ranked,
+        ranked_notes=ranked_notes,
         common=common,
         dropped=dropped,
         exact=len(ranked) == len(selecting) and budget <= ranking.RANK_WINDOW,
@@ -119,14 +120,20 @@ def search(
     window = ranking.RANK_NEWEST if p.over else ranking.RANK_WINDOW
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
     matched = _count(index, any_match, ranking.COUNT_CAP)
+    ranked_match = _scoped(to_match(p.ranked, op="OR", weighted=True), scoped)
+    # FTS5's bm25, in C, over the window: the ranking of a keyword or two (the title and path
+    # tiers order them first), of one term alone in more notes than the window (over its
+    # newest notes), and a question's first cut.
     rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
     scored: dict[int, float] = {
         int(r[0]): float(r[1])
         for r in index.query(
             f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (_scoped(to_match(p.ranked, op="OR", weighted=True), scoped), window),
+            (ranked_match, window),
         )
     }
+    if not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
+        scored = _rescored(index, p, scored)
     # Notes holding every selecting term, and the title and path tiers: each a bounded list
     # of the newest such notes (an AND is answered by FTS5 without reading every match).
     every: set[int] = set()
@@ -154,6 +161,91 @@ def search(
     return Result(
         hits=_hits(index, rows, any_match), matched=matched, ranked_all=ranked_all, plan=p
     )
+
+
+def _rescored(index: NoteIndex, p: Plan, bm25: dict[int, float]) -> dict[int, float]:
+    """A question's scores (SQLite's sign: lower is better): bm25's best
+    :data:`~fsnotes.notes.index.ranking.RESCORE_DEPTH` re-scored by :func:`scores_of`, the
+    others after them in bm25's order (each at most half the worst re-scored score)."""
+    order = sorted(bm25, key=lambda n: (bm25[n], -n))
+    top = order[: ranking.RESCORE_DEPTH]
+    relevance = scores_of(index, p, set(top))
+    out = {n: -relevance.get(n, 0.0) for n in top}
+    rest = order[ranking.RESCORE_DEPTH :]
+    if rest:
+        floor = max(out.values(), default=0.0)  # the worst re-scored (negative or 0)
+        best = bm25[rest[0]]
+        for n in rest:
+            out[n] = floor * 0.5 * (bm25[n] / best if best < 0 else 1.0)
+    return out
+
+
+def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
+    """The ranking score (higher is better) of the notes ``within`` (each holds a ranked
+    term): BM25F over the ranked terms, then, for a question of several terms, RM3
+    feedback re-weighting (fsnotes/notes/index/ranking.py). The statistics come from
+    fsnotes/notes/index/termstats.py; the work is bounded by the ranked terms' notes (at
+    most RANK_WINDOW) plus at most FEEDBACK_CANDIDATES bounded reads."""
+    if not within:
+        return {}
+    total, averages = termstats.averages(index)
+    lengths = termstats.lengths(index, within)
+    stems: dict[str, ranking.TermStats] = {}
+    stats: list[ranking.TermStats] = []
+    for term, notes in zip(p.ranked, p.ranked_notes, strict=True):
+        words = termstats.tokens(term.text)
+        one = ranking.TermStats(
+            notes,
+            float(term.repeats),
+            termstats.frequencies(index, term.fts(), words, term.prefix, within),
+        )
+        stats.append(one)
+        if len(words) == 1 and not term.prefix:
+            stems[words[0]] = one
+    first = ranking.bm25f(stats, total, lengths, averages)
+    # Feedback needs FEEDBACK_NOTES notes to learn from (two notes' shared words are noise).
+    if len(first) < ranking.FEEDBACK_NOTES:
+        return first
+    order = sorted(first, key=lambda n: (-first[n], -n))
+    rerank = order[: ranking.FEEDBACK_RERANK]
+    best = order[: ranking.FEEDBACK_NOTES]
+    words_of = termstats.texts(index, best)
+    model = ranking.feedback([(first[n], words_of.get(n, Counter())) for n in best])
+    bound = ranking.FEEDBACK_MAX_NOTES
+    common_at = ranking.common_bound(total)
+    if common_at is not None:
+        bound = min(bound, common_at)
+    chosen: list[tuple[float, ranking.TermStats]] = []
+    for word, weight in model[: ranking.FEEDBACK_CANDIDATES]:
+        if len(chosen) == ranking.FEEDBACK_TERMS:
+            break
+        known = stems.get(word)
+        if known is not None:
+            chosen.append((weight, known))
+            continue
+        found = termstats.bounded(index, word, bound, rerank)
+        if found is not None:
+            chosen.append((weight, ranking.TermStats(found[0], 1.0, found[1])))
+    if not chosen:
+        return first
+    # RM3's mixed query, (1 - share) of the typed terms' weight and share of the words
+    # lent: its BM25F is that mix of the two scores (BM25F is linear in the query). Only
+    # the first ranking's best FEEDBACK_RERANK are re-scored: the words lent only add, so
+    # no other note can rise above them.
+    asked = sum(t.weight for t in stats if t.freqs)  # a term no candidate holds adds nothing
+    lent = sum(w for w, _ in chosen)
+    share = ranking.FEEDBACK_SHARE
+    kept = set(rerank)
+    extra = ranking.bm25f(
+        [
+            ranking.TermStats(t.notes, share * w / lent, [r for r in t.freqs if r[0] in kept])
+            for w, t in chosen
+        ],
+        total,
+        lengths,
+        averages,
+    )
+    return {n: (1.0 - share) * s / asked + extra.get(n, 0.0) for n, s in first.items()}
 
 
 def _ids(index: NoteIndex, table: str, match: str, limit: int) -> set[int]:

@@ -20,6 +20,7 @@ import fsnotes.notes.index.scan as scan
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
 from fsnotes.notes.index.catalog import Catalog
+from fsnotes.notes.index.schema import register_functions
 
 # Every kind of thing a note gives the index: frontmatter (lists, quoted values, escapes),
 # titles from frontmatter, headings or the file name, inline and nested tags in any case,
@@ -40,6 +41,7 @@ NOTES = {
     "nulfront.md": '---\ntitle: "a\\u0000b"\n---\nbody\n',
     "dup.md": "# Dup\n\n[[A]] [[A]] [[a]] ![[A]] #x #X #x/y\n",
 }
+BUILT_NOTES = 300  # notes of the compaction test: enough segments to merge
 MANY = 40  # notes in one folder, so that batches of several notes are written
 
 
@@ -85,9 +87,10 @@ def _dump(catalog: Catalog) -> dict[str, list[tuple[object, ...]]]:
     """Every row the index holds (but the scan's bookkeeping in ``meta``), and every
     (term, note, column, offset) of both full-text tables."""
     conn = sqlite3.connect(catalog.index.path)
+    register_functions(conn)  # the FTS table reads its text through them
     try:
         out: dict[str, list[tuple[object, ...]]] = {}
-        for table in ("notes", "tags", "links", "front", "rejects", "attachments"):
+        for table in ("notes", "tags", "links", "front", "rejects", "attachments", "texts"):
             out[table] = sorted(conn.execute(f"SELECT * FROM {table}"), key=repr)
         out["meta"] = sorted(conn.execute("SELECT * FROM meta WHERE key IN ('notes')"))
         for table in ("fts", "tfts"):
@@ -207,3 +210,82 @@ def test_a_build_with_files_no_uri_can_name_reports_progress_up_to_its_total(
     assert [done for done, _total in seen] == sorted(done for done, _total in seen)
     assert catalog.index.count() == len(NOTES) + MANY
     assert catalog.status().complete
+
+
+def test_a_build_gives_back_the_pages_its_final_merge_freed_and_empties_its_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The final merge rewrites the full-text index and frees the segments it merged: the
+    file keeps next to no free pages and the WAL is cut back after it (a server does not
+    carry a WAL the size of the whole index for as long as it runs)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(BUILT_NOTES):
+        words = " ".join(f"w{(i * 7 + k) % 997}" for k in range(120))
+        (root / f"n{i:03}.md").write_text(f"# Note {i}\n\n{words}\n")
+    cfg = load(workspaces=[str(root)], state_dir=str(tmp_path / "state"), principal="ada", env={})
+    srv = build(cfg)
+    try:
+        catalog = _catalog(srv)
+        with monkeypatch.context() as m:
+            m.setattr(indexmod, "BUILD_NOTES", 1)
+            m.setattr(scan, "BATCH", 10)  # a segment per batch: the merge frees them all
+            report = catalog.rescan()
+        assert report is not None and report.indexed == BUILT_NOTES
+        conn = sqlite3.connect(catalog.index.path)
+        try:
+            assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+            free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+        # The writes after the merge (the scan's bookkeeping) may free a page or two.
+        assert free <= pages // 50, (free, pages)
+        wal = catalog.index.path.with_name(catalog.index.path.name + "-wal")
+        # Cut back at the merge; the bookkeeping after it writes a few pages again.
+        assert not wal.exists() or wal.stat().st_size <= 8 * page, wal.stat().st_size
+        found = srv.service.acting_for("ada").notes_search(None, "w5", None, None, None)
+        assert found.results
+    finally:
+        srv.close()
+
+
+def test_the_text_is_kept_once_compressed_and_replaced_or_removed_words_leave_the_index(
+    servers: tuple[Server, Server], vault: Path
+) -> None:
+    """The FTS table indexes the words and keeps no copy of the text: that is ``texts``,
+    the body compressed, read through a view; a note replaced or removed takes its old
+    words out of the index (FTS5 reads them from ``texts`` before the row goes), which
+    FTS5's own integrity check confirms against the text."""
+    catalog = _catalog(servers[0])
+    catalog.rescan()
+    note = vault / "swap.md"
+    note.write_text("# Swap\n\nquokka marsupial\n")
+    catalog.refresh(("swap.md",))
+    note.write_text("# Swap\n\nwombat burrow\n")
+    catalog.refresh(("swap.md",))
+    conn = sqlite3.connect(catalog.index.path)
+    register_functions(conn)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert not {"fts_content", "tfts_content"} & tables  # no second copy of the text
+        blob, body = conn.execute(
+            "SELECT t.body, s.body FROM texts t JOIN fts_source s ON s.id = t.id "
+            "JOIN notes n ON n.id = t.id WHERE n.key = 'swap.md'"
+        ).fetchone()
+        assert isinstance(blob, bytes) and "wombat burrow" in body
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, fts, row)")
+        terms = {r[0] for r in conn.execute("SELECT term FROM temp.v")}
+        assert "wombat" in terms and "quokka" not in terms
+        assert conn.execute("SELECT count(*) FROM tfts WHERE tfts MATCH 'swap'").fetchone()[0] == 1
+        note.unlink()
+        catalog.refresh(("swap.md",))
+        terms = {r[0] for r in conn.execute("SELECT term FROM temp.v")}
+        assert "wombat" not in terms
+        assert conn.execute("SELECT count(*) FROM tfts WHERE tfts MATCH 'swap'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM texts").fetchone()[0] == len(NOTES) + MANY
+        for table in ("fts", "tfts"):
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()

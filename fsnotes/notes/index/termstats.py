@@ -1,0 +1,209 @@
+"""The per-term statistics the ranking (fsnotes/notes/index/ranking.py) scores from, read
+out of the FTS5 index: a term's frequency in each text column of each note, each note's
+column lengths, the index's average column lengths, and the tokens of a text.
+
+FTS5's own ``bm25()`` cannot score a field-weighted BM25 (BM25F): it adds the weighted hits
+of all columns and normalises them by the note's whole length, so a title counts for little
+beside a long body, and its k1 and b are fixed. So the statistics are read here and scored
+in Python:
+
+* term frequencies from an ``fts5vocab`` table of type ``instance`` (one row per
+  occurrence: note, column, offset; created once per connection in its in-memory ``temp``
+  schema), looked up by term, which FTS5 answers from the term's own doclist: the cost is
+  that term's occurrences in the whole index, as ``bm25()``'s is (the caller bounds it by
+  the terms' note counts);
+* column lengths from FTS5's ``fts_docsize`` table and the averages from the record FTS5
+  keeps at ``fts_data`` id 1 (the number of rows, then the tokens of each column, as
+  SQLite varints: FTS5's file format, stable since 3.9), so no per-query work scales with
+  the vault;
+* tokens from the index's own tokenizer over a private in-memory FTS5 table (one per
+  thread), so that a query word is looked up by the stem the index holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+from fsnotes.notes.index.noteindex import NoteIndex
+from fsnotes.notes.index.schema import FTS_COLUMNS, TEXT_COLUMNS, TOKENIZER
+
+COLUMN_AT = {name: i for i, name in enumerate(TEXT_COLUMNS)}
+_INSTANCE = "temp.fts_instance"
+# Notes per IN-list when reading lengths (SQLite's bound on parameters is far above it;
+# a list this long is one statement per few hundred notes).
+_IDS_PER_STATEMENT = 500
+# The columns whose text feeds the pseudo-relevance feedback: what a note says, not the
+# made-up path and scope tokens.
+FEEDBACK_COLUMNS = ("title", "tags", "front", "body")
+# Characters of a note read for feedback: the start of a long note says what it is about,
+# and tokenizing a whole 4 MiB note would cost more than the search.
+FEEDBACK_CHARS = 20_000
+
+Freqs = list[tuple[int, int, int]]  # (note id, text column index, occurrences)
+
+
+def _ensure_vocab(index: NoteIndex) -> None:
+    index.query(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {_INSTANCE} USING fts5vocab(main, fts, instance)"
+    )
+
+
+_local = threading.local()
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens the index's tokenizer makes of ``text``, in order (case folded,
+    diacritics removed, stemmed)."""
+    if len(text) <= _CACHED_CHARS:
+        return list(_short_tokens(text))
+    return _tokenize(text)
+
+
+# A query's words and the feedback's candidate words recur from question to question: their
+# tokens are remembered (a tokenizer round trip costs about 0.1 ms).
+_CACHED_CHARS = 64
+
+
+@functools.lru_cache(maxsize=8192)
+def _short_tokens(text: str) -> tuple[str, ...]:
+    return tuple(_tokenize(text))
+
+
+def _tokenize(text: str) -> list[str]:
+    conn: sqlite3.Connection | None = getattr(_local, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE tv USING fts5vocab(t, instance)")
+        _local.conn = conn
+    conn.execute("DELETE FROM t")
+    conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (text,))
+    return [str(r[0]) for r in conn.execute("SELECT term FROM tv ORDER BY offset")]
+
+
+def _rows(
+    index: NoteIndex, token: str, prefix: bool, grouped: bool, among: Sequence[int] = ()
+) -> list[tuple[int, int, int]]:
+    """(note, text column index, count) per note and column (``grouped``), or (note, text
+    column index, offset) per occurrence, of the token (or tokens starting with it), in the
+    notes ``among`` if given (filtered inside SQLite). The scope column is left out."""
+    where = "term >= ? AND term < ?" if prefix else "term = ?"
+    params: list[object] = [token, token + "\U0010ffff"] if prefix else [token]
+    if among:
+        where += f" AND doc IN ({', '.join('?' * len(among))})"
+        params.extend(among)
+    what = "doc, col, count(*)" if grouped else "doc, col, offset"
+    tail = " GROUP BY doc, col" if grouped else ""
+    out: list[tuple[int, int, int]] = []
+    for doc, col, value in index.query(
+        f"SELECT {what} FROM {_INSTANCE} WHERE {where}{tail}", params
+    ):
+        at = COLUMN_AT.get(col)
+        if at is not None:
+            out.append((int(doc), at, int(value)))
+    return out
+
+
+def frequencies(
+    index: NoteIndex, expr: str, words: Sequence[str], prefix: bool, within: set[int]
+) -> Freqs:
+    """(note, text column index, count) of a term (its MATCH expression ``expr``, its
+    tokens ``words``; the last a prefix when ``prefix``) in the notes of ``within``. A
+    phrase counts once per column it is in: its words' occurrences are not bounded by the
+    phrase's notes (``of the``), so it is matched per column by FTS5 instead, which reads
+    only the notes holding the whole phrase."""
+    if not words:
+        return []
+    if len(words) == 1:
+        _ensure_vocab(index)
+        among = sorted(within) if len(within) <= _IDS_PER_STATEMENT else []
+        return [r for r in _rows(index, words[0], prefix, True, among) if r[0] in within]
+    out: Freqs = []
+    for at, column in enumerate(TEXT_COLUMNS):
+        for (doc,) in index.query(
+            "SELECT rowid FROM fts WHERE fts MATCH ?", (f"{{{column}}} : ({expr})",)
+        ):
+            if int(doc) in within:
+                out.append((int(doc), at, 1))
+    return out
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's varints (big-endian 7-bit groups, the high bit set on all but the last
+    byte) of ``blob``. (A ninth byte of 8 bits would need a value over 2**56 tokens.)"""
+    if blob.isascii():  # every value below 128: one byte each
+        return list(blob)
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        if byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value = 0
+    return out
+
+
+_TEXT_AT = [FTS_COLUMNS.index(c) for c in TEXT_COLUMNS]
+
+
+def lengths(index: NoteIndex, ids: Iterable[int]) -> dict[int, tuple[int, ...]]:
+    """Tokens in each text column of each of these notes."""
+    wanted = sorted(set(ids))
+    out: dict[int, tuple[int, ...]] = {}
+    for start in range(0, len(wanted), _IDS_PER_STATEMENT):
+        part = wanted[start : start + _IDS_PER_STATEMENT]
+        marks = ", ".join("?" * len(part))
+        for note_id, size in index.query(
+            f"SELECT id, sz FROM fts_docsize WHERE id IN ({marks})", part
+        ):
+            sizes = _varints(bytes(size))
+            out[int(note_id)] = tuple(sizes[i] if i < len(sizes) else 0 for i in _TEXT_AT)
+    return out
+
+
+def averages(index: NoteIndex) -> tuple[int, tuple[float, ...]]:
+    """(notes, average tokens of each text column) over the whole index."""
+    rows = index.query("SELECT block FROM fts_data WHERE id = 1")
+    values = _varints(bytes(rows[0][0])) if rows and rows[0][0] is not None else []
+    notes = values[0] if values else 0
+    totals = values[1:]
+    avg = tuple((totals[i] / notes if notes and i < len(totals) else 0.0) for i in _TEXT_AT)
+    return notes, avg
+
+
+def texts(index: NoteIndex, ids: Sequence[int]) -> dict[int, Counter[str]]:
+    """The tokens of these notes' text columns (their first FEEDBACK_CHARS each)."""
+    out: dict[int, Counter[str]] = defaultdict(Counter)
+    cols = ", ".join(f"substr({c}, 1, {FEEDBACK_CHARS})" for c in FEEDBACK_COLUMNS)
+    for note_id in ids:
+        for row in index.query(f"SELECT {cols} FROM fts WHERE rowid = ?", (note_id,)):
+            out[note_id].update(tokens("\n".join(str(v or "") for v in row)))
+    return dict(out)
+
+
+def bounded(
+    index: NoteIndex, word: str, notes: int, among: Sequence[int]
+) -> tuple[int, Freqs] | None:
+    """(notes holding the token ``word``, its (note, column, count) rows in the notes
+    ``among``), or None when more than ``notes`` notes hold it, or when it cannot be
+    counted cheaply. It is counted by an FTS5 match of the word, which reads at most
+    ``notes`` + 1 rowids (a quarter of a microsecond each): so only a token the tokenizer
+    maps to itself (most stems; "relev" stays "relev") is looked at, the others skipped."""
+    if tokens(word) != [word]:
+        return None
+    quoted = '"' + word.replace('"', '""') + '"'
+    held = int(
+        index.query(
+            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
+            (quoted, notes + 1),
+        )[0][0]
+    )
+    if held > notes or not held:
+        return None
+    _ensure_vocab(index)
+    return held, _rows(index, word, False, True, among)

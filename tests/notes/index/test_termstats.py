@@ -1,0 +1,113 @@
+"""The statistics the ranking scores from (fsnotes/notes/index/termstats.py) equal a count
+made from each note's own columns.
+
+Each note's stored column text is read back from the index and tokenized; the oracle counts
+a word's, a phrase's and a prefix's occurrences per column, each column's tokens, and their
+averages, and the statistics read from fts5vocab, fts_docsize and FTS5's averages record
+must be those counts. Long bodies make the lengths and totals multi-byte varints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsnotes.app.server import Server
+from fsnotes.notes.index import termstats
+from fsnotes.notes.index.noteindex import NoteIndex
+from fsnotes.notes.index.schema import TEXT_COLUMNS
+from tests.notes.index.test_catalog import catalog_of
+
+NOTES = {
+    "kettle.md": "# Copper kettle\n\nThe copper kettle boils. A kettle, copper-bottomed.\n",
+    "garden/shed.md": "---\ntags: [garden]\n---\n# Shed\n\n" + "Timber and paint, the shed. " * 60,
+    "plans.md": "# Plans\n\n## Planning the roof\n\nWe planned plans; the plan is a copper roof.\n",
+    "empty.md": "",
+}
+
+
+def indexed(server: Server, vault: Path) -> NoteIndex:
+    for rel, text in NOTES.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text, encoding="utf-8")
+    server.service.acting_for(server.config.principal).notes_search(None, "kettle", None, None, 5)
+    return catalog_of(server).index
+
+
+def columns(index: NoteIndex) -> dict[int, list[list[str]]]:
+    """Each note's tokens per text column, from its stored text."""
+    rows = index.query(f"SELECT rowid, {', '.join(TEXT_COLUMNS)} FROM fts")
+    return {int(r[0]): [termstats.tokens(str(v or "")) for v in r[1:]] for r in rows}
+
+
+def oracle(
+    cols: dict[int, list[list[str]]], words: list[str], prefix: bool
+) -> set[tuple[int, int, int]]:
+    out = set()
+    for note, per_column in cols.items():
+        for at, toks in enumerate(per_column):
+            count = 0
+            for start in range(len(toks) - len(words) + 1):
+                window = toks[start : start + len(words)]
+                *head, last = window
+                if head == words[:-1] and (
+                    last.startswith(words[-1]) if prefix else last == words[-1]
+                ):
+                    count += 1
+            if count:
+                out.add((note, at, count))
+    return out
+
+
+def test_frequencies_of_words_phrases_and_prefixes_equal_a_count(
+    server: Server, vault: Path
+) -> None:
+    index = indexed(server, vault)
+    cols = columns(index)
+    everyone = set(cols)
+    for text, prefix in [
+        ("kettle", False),
+        ("copper", False),
+        ("planned", False),  # the stem 'plan' of plans, planning, planned
+        ("copper kettle", False),
+        ("the shed", False),
+        ("pla", True),
+        ("copper ket", True),
+        ("zebra", False),
+    ]:
+        words = termstats.tokens(text)
+        expr = f'"{text}"' + "*" * prefix
+        found = set(termstats.frequencies(index, expr, words, prefix, everyone))
+        expected = oracle(cols, words, prefix)
+        if len(words) > 1:  # a phrase counts once per column it is in
+            expected = {(n, at, 1) for n, at, _c in expected}
+        assert found == expected, text
+    some = {min(everyone)}
+    words = termstats.tokens("copper")
+    assert {r[0] for r in termstats.frequencies(index, '"copper"', words, False, some)} <= some
+
+
+def test_lengths_and_averages_equal_the_token_counts(server: Server, vault: Path) -> None:
+    index = indexed(server, vault)
+    cols = columns(index)
+    lengths = termstats.lengths(index, cols)
+    assert lengths == {note: tuple(len(t) for t in per) for note, per in cols.items()}
+    assert max(n for per in lengths.values() for n in per) > 127  # a multi-byte varint
+    notes, averages = termstats.averages(index)
+    assert notes == len(cols)
+    for at in range(len(TEXT_COLUMNS)):
+        expected = sum(per[at] for per in lengths.values()) / notes
+        assert abs(averages[at] - expected) < 1e-9
+
+
+def test_a_feedback_word_in_too_many_notes_is_not_read(server: Server, vault: Path) -> None:
+    index = indexed(server, vault)
+    cols = columns(index)
+    among = sorted(cols)
+    [copper] = termstats.tokens("copper")
+    held = {n for n, per in cols.items() if any(copper in t for t in per)}
+    found = termstats.bounded(index, copper, len(held), among)
+    assert found is not None
+    notes, rows = found
+    assert notes == len(held)
+    assert set(rows) == oracle(cols, [copper], False)
+    assert termstats.bounded(index, copper, len(held) - 1, among) is None
