@@ -53,6 +53,7 @@ from fsnotes.setup import code as setup_code
 from fsnotes.state import statedir
 from fsnotes.state.audit import Auditor, AuditUnavailable, default_instance, open_audit
 from fsnotes.state.history_store import HistoryStore, HistoryUnavailable
+from fsnotes.state.moves import MoveJournalError, open_moves
 from fsnotes.state.replay import SQLReplayStore, StoreBusy, open_replay
 from fsnotes.state.shared import SharedState, StateUnavailable
 from fsnotes.state.tasks import TaskStoreError, open_tasks
@@ -187,6 +188,10 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
             )
         except TaskStoreError as exc:
             raise ConfigError(f"cannot open the task store ({shared.where}): {exc}") from None
+        try:
+            moves = open_moves(shared, clock=clock)
+        except MoveJournalError as exc:
+            raise ConfigError(f"cannot open the move journal ({shared.where}): {exc}") from None
         # Follows seal-keys.json while serving: a rotated key seals at the next question, a
         # retired one stops verifying (fsnotes/security/seal.py).
         sealer = Sealer(
@@ -225,7 +230,12 @@ def build(config: Config, *, clock: Any = time.time) -> Server:
         watch=config.watch,
     )
     service = NotesService(
-        grants=grants, stores=stores, catalogs=catalogs, audit=audit, history=history
+        grants=grants,
+        stores=stores,
+        catalogs=catalogs,
+        audit=audit,
+        history=history,
+        moves=moves,
     )
     deletes = DeleteFlow(sealer, replay, clock)
     tasks = TaskHost(task_store)

@@ -277,3 +277,71 @@ def test_a_long_move_reports_its_rewrite_as_notifications_progress_while_the_cli
     values = [p["progress"] for p in progress]
     assert values == sorted(set(values)) and all(p["total"] == 501 for p in progress)
     assert states_of(notes, 500) == (500, 0)
+
+
+HUB_DIR = "deep/er"
+HUB_TEXT = "# Hub\n\nThe [plan](plan.md) and [[./plan]].\n"
+# Its own relative links from its new folder, rewritten exactly once.
+HUB_MOVED = "# Hub\n\nThe [plan](../deep/er/plan.md) and [[../deep/er/plan]].\n"
+
+
+@pytest.mark.parametrize("retry_caps", [TASKS, {}], ids=["task", "plain"])
+def test_a_move_killed_mid_rewrite_is_finished_by_the_same_call_after_a_restart(
+    tmp_path: Path, retry_caps: dict[str, Any]
+) -> None:
+    count = 500
+    notes = tmp_path / "notes"
+    (notes / HUB_DIR).mkdir(parents=True)
+    (notes / HUB_DIR / "hub.md").write_text(HUB_TEXT)
+    (notes / HUB_DIR / "plan.md").write_text("# Plan\n")
+    for i in range(count):
+        (notes / f"n{i:04d}.md").write_text(linker(i, "hub"))
+    state = tmp_path / "state"
+    token = add_token(state, "ada")
+    args = {"uri": (notes / HUB_DIR / "hub.md").as_uri(), "newPath": "archive/hub-moved.md"}
+    call = {"name": "notes_move", "arguments": args}
+    first = start_fsnotes(notes, state)
+    try:
+        raw = Raw(first, token, timeout=60)
+        created = HttpClient(raw).call("tools/call", call, TASKS)
+        assert created["result"]["resultType"] == "task", created
+        # Killed once the rewrite is under way (the linkers go in path order).
+        deadline = time.monotonic() + POLL_FOR_S
+        while (notes / "n0010.md").read_text() == linker(10, "hub"):
+            assert time.monotonic() < deadline, "the rewrite never started"
+            time.sleep(0.001)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+        raw.close()
+    finally:
+        first.stop()
+    new, old = states_of(notes, count)
+    assert new > 0 and old > 0, (new, old)  # killed halfway: some rewritten, some not
+    assert (notes / "archive/hub-moved.md").read_text() == HUB_MOVED
+    with start_fsnotes(notes, state) as second:
+        client = HttpClient(Raw(second, token, timeout=60))
+        answer = client.call("tools/call", call, retry_caps)
+        assert "result" in answer, answer
+        result = answer["result"]
+        if result["resultType"] == "task":
+            final = poll(client, result["taskId"])[-1]
+            assert final["status"] == "completed", final
+            result = final["result"]
+        assert not result.get("isError"), result
+        moved = result["structuredContent"]
+        assert moved["resumed"] is True and moved["path"] == "archive/hub-moved.md"
+        assert moved["linksNotUpdated"] == []
+        # Only the notes the killed run had not reached (the moved note was done already).
+        assert len(moved["linksUpdated"]) == old, (len(moved["linksUpdated"]), old)
+        assert states_of(notes, count) == (count, 0)
+        assert (notes / "archive/hub-moved.md").read_text() == HUB_MOVED
+        assert (notes / HUB_DIR / "plan.md").read_text() == "# Plan\n"
+        assert not (notes / HUB_DIR / "hub.md").exists()
+        # Finished: the same call again is an ordinary move of a note that is not there.
+        again = client.call("tools/call", call, {})
+        assert again["result"]["isError"] is True, again
+        assert states_of(notes, count) == (count, 0)
+    kept = sorted(p.relative_to(notes).as_posix() for p in notes.rglob("*") if p.is_file())
+    assert kept == sorted(
+        ["archive/hub-moved.md", f"{HUB_DIR}/plan.md", *(f"n{i:04d}.md" for i in range(count))]
+    )

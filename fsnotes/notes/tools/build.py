@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from fsnotes.notes.index.catalog import Catalog
-from fsnotes.notes.tools import linkservice, restore
+from fsnotes.notes.tools import linkservice, restore, resume
 from fsnotes.notes.tools.confirm import DeleteFlow
 from fsnotes.notes.tools.declare import Toolbox, ToolCall
 from fsnotes.notes.tools.models import (
@@ -154,14 +154,22 @@ def notes_move(call: ToolCall, a: NotesMoveArgs) -> MoveResult:
     notes = call.notes
     if not a.updateLinks:
         return notes.notes_move(a.uri, a.newPath, a.etag, False)
-    plan = notes.plan_move(a.uri, a.newPath)
-    rewrites = 1 + len(plan.linkers)
+    # The same move called again after a server was killed during its link update: the
+    # note is already at newPath, and the move journal says which links are left.
+    resumed = resume.interrupted_move(notes, a.uri, a.newPath)
+    plan = resumed if resumed is not None else notes.plan_move(a.uri, a.newPath)
+    rewrites = len(plan.linkers) + (0 if plan.own_done else 1)
     if rewrites > MOVE_TASK_REWRITES:
-        call.long(f"Moving the note: {rewrites:,} notes to rewrite")
+        doing = "Finishing an interrupted move" if resumed is not None else "Moving the note"
+        call.long(f"{doing}: {rewrites:,} notes to rewrite")
 
     def progress(done: int, total: int) -> None:
         call.progress(done, total, f"Rewrote links in {done:,} of {total:,} notes")
 
+    if resumed is not None:
+        return resume.finish_move(
+            notes, a.uri, a.newPath, resumed, progress=progress, stop=call.stopped
+        )
     return notes.notes_move(
         a.uri, a.newPath, a.etag, True, plan=plan, progress=progress, stop=call.stopped
     )

@@ -394,6 +394,11 @@ class MoveResult(BaseModel):
         description="Notes with links to rewrite that could not be (changed meanwhile, too "
         "large, unreadable): fix them by hand.",
     )
+    resumed: bool = Field(
+        default=False,
+        description="True when this call finished a move that had been interrupted (the "
+        "note was already at its new path): only the links still to rewrite were.",
+    )
 
 
 class DeleteResult(BaseModel):

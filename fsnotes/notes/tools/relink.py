@@ -31,8 +31,12 @@ still name the note and never fewer than it had, and a Markdown link is recomput
 relative to the note that holds it, with spaces and non-ASCII characters encoded as it
 encoded them.
 
-Not atomic across notes: a server killed halfway leaves the notes not yet rewritten
-pointing to the old path (each note is whole, old or new).
+Not atomic across notes, but resumable: a server killed halfway leaves the notes not yet
+rewritten pointing to the old path (each note is whole, old or new), and the move's row in
+the move journal (:mod:`fsnotes.state.moves`, written by the service before the rename,
+from :meth:`MovePlan.record`). The same move called again finishes the job
+(:mod:`fsnotes.notes.tools.resume`): the moved note is rewritten first and alone so the row
+can say it is done, and each linker's planned etag tells whether the killed run reached it.
 """
 
 from __future__ import annotations
@@ -42,10 +46,10 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from fsnotes.notes.index.catalog import Catalog, CatalogUnavailable, WriteBatch
-from fsnotes.notes.index.linkgraph import candidates, linking
+from fsnotes.notes.index.linkgraph import candidate_rows, linking
 from fsnotes.notes.store import NoteError, display
 from fsnotes.notes.text import links as rules
 from fsnotes.notes.text.edits import Edit
@@ -106,6 +110,40 @@ class MovePlan:
     before: list[Components]  # the notes with either stem, before the move (checked)
     after: list[Components]  # the same, after it
     linkers: list[Components] = field(default_factory=list)  # other notes to rewrite
+    # Each linker's etag in the index when planned: on a resume, a linker whose etag is
+    # still this was not rewritten yet (see resume_plan).
+    etags: dict[Components, str] = field(default_factory=dict)
+    own_done: bool = False  # a resumed move whose moved note was rewritten already
+
+    def record(self) -> dict[str, Any]:
+        """What the move journal keeps of this plan (JSON), to finish it after a kill."""
+        return {
+            "before": [list(p) for p in self.before],
+            "linkers": [[list(p), self.etags.get(p)] for p in self.linkers],
+            "moved": self.etags.get(self.dst),
+        }
+
+
+def resume_plan(src: Components, dst: Components, record: dict[str, Any]) -> MovePlan:
+    """The plan of an interrupted move of ``src`` to ``dst``, from its journal ``record``
+    (:meth:`MovePlan.record`): the links are judged against where they pointed before the
+    move began, not against the index now (which already holds the moved note)."""
+    before = [tuple(str(c) for c in p) for p in record.get("before", [])]
+    if src not in before:
+        before.append(src)
+    linkers: list[Components] = []
+    etags: dict[Components, str] = {}
+    for parts, etag in record.get("linkers", []):
+        linker = tuple(str(c) for c in parts)
+        linkers.append(linker)
+        if isinstance(etag, str):
+            etags[linker] = etag
+    moved = record.get("moved")
+    if isinstance(moved, str):
+        etags[dst] = moved
+    leaves = frozenset({_leaf(src), _leaf(dst)})
+    after = [p for p in before if p != src] + [dst]
+    return MovePlan(src, dst, leaves, before, after, linkers, etags)
 
 
 def _leaf(parts: Components) -> str:
@@ -132,11 +170,13 @@ def plan_move(notes: Mover, loc: Located, dst: Located) -> MovePlan:
                 "The workspace is still being indexed, so not every link to this note can "
                 "be found yet; try again shortly, or move it with updateLinks: false."
             )
-        before = [p for p in candidates(catalog, sorted(leaves)) if p != to]
+        rows = candidate_rows(catalog, sorted(leaves))
+        before = [row.parts for row in rows if row.parts != to]
         if src not in before:
             before.append(src)
         plan = MovePlan(src, to, leaves, before, [p for p in before if p != src] + [to])
         need: set[Components] = set()
+        etags: dict[Components, str] = {}
         for link in linking(catalog, sorted(leaves)):
             holder = link.linker.parts
             if holder == src or holder in need:
@@ -145,6 +185,7 @@ def plan_move(notes: Mover, loc: Located, dst: Located) -> MovePlan:
             intended = _intended(plan, target)
             if intended is not None and rules.resolve(target, plan.after) != intended:
                 need.add(holder)
+                etags[holder] = link.linker.etag
     if len(need) + 1 > MAX_LINK_REWRITES:
         raise ServiceError(
             f"Moving this note would rewrite links in {len(need):,} notes, more than the "
@@ -152,6 +193,12 @@ def plan_move(notes: Mover, loc: Located, dst: Located) -> MovePlan:
             "updateLinks: false, or move fewer linked notes at once."
         )
     plan.linkers = sorted(need)
+    # The moved note's etag (checked against its file), kept under its new path: on a
+    # resume, a moved note that no longer has it had its own links rewritten already.
+    moved = next((row.etag for row in rows if row.parts == src), None)
+    if moved is not None:
+        etags[to] = moved
+    plan.etags = etags
     return plan
 
 
@@ -168,10 +215,14 @@ def rewrite(
     holder_before: Components,
     extensions: Sequence[str],
     refs: Sequence[rules.Occurrence] | None = None,
+    *,
+    settled: bool = False,
 ) -> Rewrite:
     """``text`` (the note that was at ``holder_before``) with its links rewritten for the
     move ``plan`` describes (see the module docstring). ``refs``: its links, when already
-    parsed from exactly this text."""
+    parsed from exactly this text. ``settled``: the note may have been rewritten already
+    (a resumed move, the note changed since the plan): a link that names the moved note
+    now is left as it is."""
     moved = holder_before == plan.src
     holder = plan.dst if moved else holder_before
     if refs is None:
@@ -183,6 +234,8 @@ def rewrite(
         target = rules.classify(occ, holder_before, extensions)
         if target.problem is not None:
             continue  # outside the workspace or undecodable: nothing to keep pointing at
+        if settled and rules.resolve(target, plan.after) == plan.dst:
+            continue
         new: str | None
         if target.style == "name":
             if target.leaf not in plan.leaves:
@@ -246,15 +299,22 @@ def apply_move(
     *,
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    own: bool = True,
+    own_done: Callable[[], None] | None = None,
+    resuming: bool = False,
 ) -> tuple[list[LinkRewrite], list[LinkSkip]]:
-    """Rewrite, after the move, every note ``plan`` names and the moved note itself (a few
-    at a time, their index writes batched), and say what was done and what was not.
+    """Rewrite, after the move, the moved note itself (first, alone; then ``own_done()``),
+    then every note ``plan`` names (a few at a time, their index writes batched), and say
+    what was done and what was not.
 
     ``progress(done, total)`` is called after each note; once ``stop()`` is true (the call
     was cancelled) no further note is started: those left are listed as not rewritten, each
-    note being either rewritten whole or untouched."""
+    note being either rewritten whole or untouched. ``own`` false: the moved note's own
+    links were rewritten already (a resumed move). ``resuming``: a linker whose etag is not
+    the plan's any more may hold rewritten links: those naming the moved note are kept."""
     catalog = notes.catalog(loc)
     batch = WriteBatch(catalog)
+    check = plan.etags if resuming else None
 
     def one(parts: Components) -> _Rewritten:
         if stop is not None and stop():
@@ -262,20 +322,30 @@ def apply_move(
             reason = "not rewritten: the move was cancelled before this note's turn"
             return None, [LinkSkip(uri=uri, path=display(parts), reason=reason)]
         with catalog.batched(batch):
-            return _rewrite_one(notes, loc, plan, parts)
+            return _rewrite_one(notes, loc, plan, parts, check)
 
     done: list[LinkRewrite] = []
     skipped: list[LinkSkip] = []
+    total = len(plan.linkers) + (1 if own else 0)
+    first: list[_Rewritten] = []
     try:
+        if own:
+            # Alone and first, so that once it is recorded done (own_done) a resume after a
+            # kill knows not to shift the moved note's relative links a second time.
+            first.append(one(plan.dst))
+            batch.flush()
+            if own_done is not None and not (stop is not None and stop()):
+                own_done()
         with borrowed_pool(REWRITE_WORKERS, "fsnotes-relink") as pool:
-            todo = [plan.dst, *plan.linkers]
-            results = map(one, todo) if pool is None else _in_pool(pool, one, todo)
+            todo = plan.linkers
+            rest = map(one, todo) if pool is None else _in_pool(pool, one, todo)
+            results = itertools.chain(first, rest)
             for count, (rewritten, problems) in enumerate(results, 1):
                 if rewritten is not None:
                     done.append(rewritten)
                 skipped.extend(problems)
                 if progress is not None:
-                    progress(count, len(todo))
+                    progress(count, total)
                 if batch.full:
                     batch.flush()
     finally:
@@ -309,7 +379,11 @@ def _in_pool(
 
 
 def _rewrite_one(
-    notes: Mover, loc: Located, plan: MovePlan, parts: Components
+    notes: Mover,
+    loc: Located,
+    plan: MovePlan,
+    parts: Components,
+    check: dict[Components, str] | None = None,
 ) -> tuple[LinkRewrite | None, list[LinkSkip]]:
     uri = lexical.to_file_uri(loc.workspace.components + parts)
     try:
@@ -317,7 +391,14 @@ def _rewrite_one(
     except (sx.SandboxError, NoteError) as exc:
         return None, [LinkSkip(uri=uri, path=display(parts), reason=explain(exc, parts))]
     holder_before = plan.src if parts == plan.dst else parts
-    result = rewrite(note.text, plan, holder_before, loc.store.extensions, note.meta.refs)
+    settled = check is not None and check.get(parts) != note.etag
+    if settled and parts == plan.dst and check is not None and parts in check:
+        # A resume, the moved note changed since the plan: rewritten by the killed run
+        # just before it could record that (or edited since); never shifted a second time.
+        return None, []
+    result = rewrite(
+        note.text, plan, holder_before, loc.store.extensions, note.meta.refs, settled=settled
+    )
     skipped = [LinkSkip(uri=uri, path=display(parts), reason=p) for p in result.problems]
     if not result.changed:
         return None, skipped
@@ -331,4 +412,12 @@ def _rewrite_one(
     ), skipped
 
 
-__all__ = ["MAX_LINK_REWRITES", "MovePlan", "Rewrite", "apply_move", "plan_move", "rewrite"]
+__all__ = [
+    "MAX_LINK_REWRITES",
+    "MovePlan",
+    "Rewrite",
+    "apply_move",
+    "plan_move",
+    "resume_plan",
+    "rewrite",
+]

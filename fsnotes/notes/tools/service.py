@@ -46,6 +46,8 @@ from fsnotes.notes.tools.models import (
     MAX_SEARCH_LIMIT,
     IndexInfo,
     Link,
+    LinkRewrite,
+    LinkSkip,
     MoveResult,
     NotesListResult,
     NotesReadResult,
@@ -61,6 +63,7 @@ from fsnotes.notes.tools.models import (
 from fsnotes.protocol import cursor as cursor_codec
 from fsnotes.security.grants import Access, Grants, Scope, Workspace, check_level
 from fsnotes.state.audit import Auditor, AuditUnavailable, Entry, Ticket
+from fsnotes.state.moves import MoveJournalError, SQLMoveJournal
 from sandbox import errors as sx
 from sandbox import uri as lexical
 from sandbox.uri import Components
@@ -81,6 +84,7 @@ class NotesService:
     catalogs: Catalogs
     audit: Auditor
     history: History = field(default_factory=History.off)  # what changes keep (history.py)
+    moves: SQLMoveJournal | None = None  # moves whose link update has not finished yet
 
     def acting_for(
         self,
@@ -94,7 +98,7 @@ class NotesService:
         workspace among the granted ones, never add one. ``ceiling``: the most the request's
         credentials allow (the request context's; ``None``: no limit beyond the grants)."""
         scope = self.grants.scope(principal, roots, ceiling=Access.from_ceiling(ceiling))
-        return Notes(scope, self.stores, self.catalogs, self.audit, self.history)
+        return Notes(scope, self.stores, self.catalogs, self.audit, self.history, self.moves)
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class Notes:
     catalogs: Catalogs
     audit: Auditor
     history: History = field(default_factory=History.off)
+    moves: SQLMoveJournal | None = None
     # What this request resolved: by workspace URI (None: the default), by note components
     # (only successes), and the catalogs prepared for the next query, by workspace name.
     _named: dict[str | None, tuple[Workspace, Access]] = field(
@@ -337,6 +342,44 @@ class Notes:
         loc = self.locate(uri, Access.WRITE)
         return relink.plan_move(self, loc, self.relative(loc.workspace, new_path))
 
+    def relink_moved(
+        self,
+        loc: Located,
+        dst: Located,
+        plan: relink.MovePlan,
+        progress: Callable[[int, int], None] | None,
+        stop: Callable[[], bool] | None,
+        *,
+        resuming: bool = False,
+    ) -> tuple[list[LinkRewrite], list[LinkSkip]]:
+        """The link update of a move whose rename is done; its journal row (if any) is
+        marked as the moved note is rewritten and deleted when the update ran to its end."""
+        journal = self.moves
+        key = (loc.workspace.name, display(loc.parts), display(dst.parts))
+
+        def own_done() -> None:
+            if journal is not None:
+                with contextlib.suppress(MoveJournalError):
+                    journal.own_done(*key)
+
+        result = relink.apply_move(
+            self,
+            loc,
+            dst,
+            plan,
+            progress=progress,
+            stop=stop,
+            own=not plan.own_done,
+            own_done=own_done,
+            resuming=resuming,
+        )
+        if journal is not None:
+            try:
+                journal.end(*key)
+            except MoveJournalError as exc:
+                log.warning("the move journal kept a finished move: %s", exc)
+        return result
+
     def notes_move(
         self,
         uri: str,
@@ -359,6 +402,15 @@ class Notes:
             plan = relink.plan_move(self, loc, dst)
         elif not update_links:
             plan = None
+        journal = self.moves if plan else None
+        key = (loc.workspace.name, display(loc.parts), display(dst.parts))
+        if journal is not None and plan is not None:
+            # Before the rename: a server killed during the link update leaves this row,
+            # and the same move called again finishes the job (interrupted_move).
+            try:
+                journal.begin(*key, self.principal, plan.record())
+            except MoveJournalError as exc:
+                raise ServiceError(f"Nothing was moved: {exc}.") from None
         try:
             with self.audited("move", "notes_move", loc) as ticket:
                 with self.keeping(loc, "notes_move") as keep:
@@ -367,16 +419,17 @@ class Notes:
                     )
                 ticket.etag_before = moved_etag
                 ticket.done(etag_after=moved_etag, path_after=display(dst.parts))
-        except (sx.SandboxError, NoteError) as exc:
-            raise ServiceError(explain(exc, loc.parts, dst.parts)) from None
-        except HistoryUnavailable as exc:
-            raise ServiceError(f"Nothing was moved: {exc}.") from None
+        except BaseException as exc:
+            if journal is not None:
+                with contextlib.suppress(MoveJournalError):
+                    journal.end(*key)  # nothing moved: nothing to finish
+            if isinstance(exc, (sx.SandboxError, NoteError)):
+                raise ServiceError(explain(exc, loc.parts, dst.parts)) from None
+            if isinstance(exc, HistoryUnavailable):
+                raise ServiceError(f"Nothing was moved: {exc}.") from None
+            raise
         self.after_write(loc, lambda c: c.moved(loc.parts, dst.parts))
-        updated, skipped = (
-            relink.apply_move(self, loc, dst, plan, progress=progress, stop=stop)
-            if plan
-            else ([], [])
-        )
+        updated, skipped = self.relink_moved(loc, dst, plan, progress, stop) if plan else ([], [])
         return MoveResult(
             uri=dst.uri,
             path=display(dst.parts),
