@@ -348,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             advice = ""
             if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES):
-                from fsnotes.app.server import ownership_advice
+                from fsnotes.app.state_dir import ownership_advice
 
                 advice = ownership_advice(state)
             print(

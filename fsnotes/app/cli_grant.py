@@ -19,7 +19,7 @@ import sys
 import time
 
 from fsnotes.app.config import Config, ConfigError
-from fsnotes.app.server import prepare_state_dir
+from fsnotes.app.state_dir import prepare_state_dir
 from fsnotes.notes.store import WorkspaceStores
 from fsnotes.security.grants import Access
 from fsnotes.setup.runtime import NotGrantable, RuntimeScope

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from fsnotes.app.config import Config
-from fsnotes.app.server import prepare_state_dir
+from fsnotes.app.state_dir import prepare_state_dir
 from fsnotes.security.tokens import (
     TOKENS_FILE,
     TokenFileError,

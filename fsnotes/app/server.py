@@ -10,19 +10,15 @@ directory and the read-only runtime, whatever the code above it does.
 from __future__ import annotations
 
 import contextlib
-import errno
 import ipaddress
 import logging
 import os
-import pwd
 import shlex
 import ssl
-import stat
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,6 +31,7 @@ from fsnotes import __version__
 from fsnotes.app.config import Config, ConfigError
 from fsnotes.app.config_tokens import ConfigTokens
 from fsnotes.app.principals import ungranted, ungranted_advice
+from fsnotes.app.state_dir import prepare_state_dir
 from fsnotes.notes.history import History
 from fsnotes.notes.index.indexer import Catalogs
 from fsnotes.notes.store import NoteStore, WorkspaceStores
@@ -50,7 +47,6 @@ from fsnotes.security.grants import Access, Grants
 from fsnotes.security.seal import Keyring, Sealer
 from fsnotes.security.tokens import BearerTokens, TokenEntry
 from fsnotes.setup import code as setup_code
-from fsnotes.state import statedir
 from fsnotes.state.audit import Auditor, AuditUnavailable, default_instance, open_audit
 from fsnotes.state.history_store import HistoryStore, HistoryUnavailable
 from fsnotes.state.moves import MoveJournalError, open_moves
@@ -102,49 +98,6 @@ class Server:
         for root in self.roots:
             root.close()
         self.shared.close()
-
-
-def prepare_state_dir(config: Config) -> None:
-    """Create (or tighten) the state directory; a ConfigError that says why not, and when
-    it belongs to another user, which uid runs, who owns it and the fix."""
-    path = config.state_dir
-    try:
-        statedir.prepare_dir(path)
-    except OSError as exc:
-        message = f"cannot use the state directory {path}: {exc.strerror}"
-        if exc.errno in (errno.EPERM, errno.EACCES):
-            message += ownership_advice(path)
-        raise ConfigError(message) from None
-
-
-def ownership_advice(path: Path) -> str:
-    """Which uid runs, who owns ``path`` (or its nearest existing parent, when it is missing)
-    and how to make it this user's. Docker creates a missing ``-v`` source folder owned by
-    root, which a ``--user`` container then cannot use: the commonest case."""
-    uid, gid = os.getuid(), os.getgid()
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    try:
-        st = existing.stat()
-    except OSError:
-        return f" (fsnotes runs as uid {uid})"
-    where = str(path) if existing == path else f"its nearest existing parent {existing}"
-    return (
-        f". fsnotes runs as uid {uid} (gid {gid}), and {where} is owned by "
-        f"{_owner(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}. The state directory "
-        "must belong to the user fsnotes runs as: create it as that user before the first "
-        "start (for Docker, `mkdir -p` the host folder before `docker run -v` mounts it: "
-        "Docker creates a missing one owned by root), or give it to that user on the host: "
-        f"sudo chown -R {uid}:{gid} HOST_FOLDER"
-    )
-
-
-def _owner(uid: int) -> str:
-    try:
-        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def build(config: Config, *, clock: Any = time.time) -> Server:

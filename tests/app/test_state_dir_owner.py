@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from fsnotes.app.config import ConfigError, load
-from fsnotes.app.server import prepare_state_dir
+from fsnotes.app.state_dir import prepare_state_dir
 
 RUNS_AS = 54321  # uids no account here has
 OWNER = 54322
