@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
@@ -332,10 +333,32 @@ def _spans(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
             i += 1
 
 
+# Notes at least this long are read for code one at a time (in every thread of the process).
+# A 4 MiB note dense in code spans is read as tens of thousands of small objects (its lines,
+# the backtick runs, the ranges): eight worker threads doing that at once left about 40 MiB
+# more resident after they finished (the allocator's arenas, fragmented) than one at a time
+# does, which broke the stdio answer budget (tests/interop/test_stdio_robustness.py). Reading
+# such a note takes tens of ms, so taking turns costs little; notes below this never wait.
+LARGE_NOTE_CHARS = 256 * 1024
+_LARGE = threading.Lock()
+
+
 def code_ranges(body: str) -> list[tuple[int, int]]:
+    """See :func:`_code_ranges`; a large note waits for any other being read (see
+    :data:`LARGE_NOTE_CHARS`)."""
+    if len(body) < LARGE_NOTE_CHARS:
+        return _code_ranges(body)
+    with _LARGE:
+        return _code_ranges(body)
+
+
+def _code_ranges(body: str) -> list[tuple[int, int]]:
     """Every piece of code in ``body`` (a note's text after its frontmatter) as
-    ``(start, end)`` offsets, in order and apart: each code block's lines (fences
-    included, ``\\n`` excluded), then the code spans (backticks included)."""
+    ``(start, end)`` offsets, in order and apart: the code blocks' lines (fences
+    included), consecutive code lines as one range with the newlines between them (a
+    4 MiB note of code is then a few ranges, not one tuple per line: those were what a
+    server reading several such notes at once kept in memory), then the code spans
+    (backticks included)."""
     # Without a backtick, a '~~~' fence, four spaces in a row or a tab (what indented code
     # needs), a note has no code and is not read line by line: most notes (the fast path;
     # substring tests, several times quicker than one regex pass over the text).
@@ -352,7 +375,10 @@ def code_ranges(body: str) -> list[tuple[int, int]]:
                 _spans(body, run, at - 1, spans)
             run = None
         if kind == "code" and line:
-            blocks.append((at, at + len(line)))
+            if blocks and blocks[-1][1] == at - 1:  # the line after the last code line
+                blocks[-1] = (blocks[-1][0], at + len(line))
+            else:
+                blocks.append((at, at + len(line)))
         elif kind == "text" and run is None:
             run = at
         at += len(line) + 1
