@@ -151,6 +151,12 @@ class NoteStore:
         result = self.root.read(parts, max_bytes=MAX_NOTE_BYTES)
         return self._note(parts, result)
 
+    def text(self, parts: Components) -> str:
+        """A note's text alone, without analysing it (search's excerpts read it: the
+        index keeps none). Raises what :meth:`read` raises."""
+        self.check_note_path(parts)
+        return _decode(self.root.read(parts, max_bytes=MAX_NOTE_BYTES).data, parts)
+
     def _note(self, parts: Components, result: ReadResult) -> Note:
         text = _decode(result.data, parts)
         return Note(

@@ -39,7 +39,7 @@ from fsnotes.notes.index.connections import (
 from fsnotes.notes.index.noteindex import NoteIndex
 from fsnotes.notes.index.scan import Progress, Scanner, ScanReport
 from fsnotes.notes.index.schema import Document, Row, key_of, scope_token, where_token
-from fsnotes.notes.store import NoteStore, stem_of
+from fsnotes.notes.store import NoteError, NoteStore, stem_of
 from fsnotes.notes.text.markdown import analyse
 from fsnotes.notes.text.query import Term
 from fsnotes.state import statedir
@@ -286,7 +286,7 @@ class Catalog:
         with self._guard():
             status = self.status()  # first, as in page()
             for attempt in range(MAX_VERIFY_ROUNDS):
-                result = index_search.search(self.index, terms, scoped, limit)
+                result = index_search.search(self.index, terms, scoped, limit, self._text)
                 hits = result.hits
                 stale = self._stale([h.row for h in hits])
                 if not stale:
@@ -312,6 +312,15 @@ class Catalog:
             dropped=result.plan.dropped,
             common=result.plan.common,
         )
+
+    def _text(self, parts: Components) -> str | None:
+        """A note's text from its file, for search's excerpts and feedback (None when it
+        cannot be read as a note now: the hit is then checked and dropped or indexed
+        again by the caller)."""
+        try:
+            return self.store.text(parts)
+        except (NoteError, sx.SandboxError):
+            return None
 
     def titled(self, needle: str, limit: int) -> list[Row]:
         """Notes whose title contains ``needle`` (case-insensitive), checked against the

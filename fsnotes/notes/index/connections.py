@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from fsnotes.notes.index.schema import register_functions
+from fsnotes.notes.index.db import sqlite
 from fsnotes.state import statedir
 
 # A reader or writer waits this long for another connection's write to finish (a batch of
@@ -28,16 +27,16 @@ CACHE_KIB = 4096
 # What a WAL is cut back to once a checkpoint has copied it all into the file (see
 # _configure): a batch of a thousand notes writes a few MiB, so this keeps a batch's worth.
 WAL_KEEP_BYTES = 16 * 1024 * 1024
-_SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_SQLITE_BUSY = (sqlite.SQLITE_BUSY, sqlite.SQLITE_LOCKED)
 # Failures of the state directory, not of the file: rebuilding would not help (and on a full
 # disk would delete the index and fill the disk again, once a second).
 _SQLITE_ENVIRONMENT = (
-    sqlite3.SQLITE_FULL,
-    sqlite3.SQLITE_IOERR,
-    sqlite3.SQLITE_CANTOPEN,
-    sqlite3.SQLITE_READONLY,
-    sqlite3.SQLITE_PERM,
-    sqlite3.SQLITE_NOMEM,
+    sqlite.SQLITE_FULL,
+    sqlite.SQLITE_IOERR,
+    sqlite.SQLITE_CANTOPEN,
+    sqlite.SQLITE_READONLY,
+    sqlite.SQLITE_PERM,
+    sqlite.SQLITE_NOMEM,
 )
 
 
@@ -64,14 +63,14 @@ class QueryRejected(IndexProblem):
     this is a query the parser let through by mistake: never a reason to rebuild."""
 
 
-_CORRUPT_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_CORRUPT_CODES = (sqlite.SQLITE_CORRUPT, sqlite.SQLITE_NOTADB)
 _UNAVAILABLE: dict[int, str] = {
-    sqlite3.SQLITE_FULL: "the disk holding the state directory is full",
-    sqlite3.SQLITE_READONLY: "the state directory is read-only",
-    sqlite3.SQLITE_PERM: "the state directory may not be written",
-    sqlite3.SQLITE_CANTOPEN: "the index file cannot be opened",
-    sqlite3.SQLITE_IOERR: "the state directory's disk reported an I/O error",
-    sqlite3.SQLITE_NOMEM: "the server ran out of memory",
+    sqlite.SQLITE_FULL: "the disk holding the state directory is full",
+    sqlite.SQLITE_READONLY: "the state directory is read-only",
+    sqlite.SQLITE_PERM: "the state directory may not be written",
+    sqlite.SQLITE_CANTOPEN: "the index file cannot be opened",
+    sqlite.SQLITE_IOERR: "the state directory's disk reported an I/O error",
+    sqlite.SQLITE_NOMEM: "the server ran out of memory",
 }
 
 
@@ -90,7 +89,7 @@ def _nearly_full(folder: Path) -> bool:
     return st.f_bavail * st.f_frsize < FULL_BELOW_BYTES
 
 
-def classify(exc: sqlite3.Error, folder: Path | None = None) -> IndexProblem:
+def classify(exc: sqlite.Error, folder: Path | None = None) -> IndexProblem:
     """Which problem an SQLite error is: busy (retry), damaged (rebuild: the index holds
     nothing that cannot be recomputed), unavailable (retry later and report), or a query
     FTS5 refused. Only what SQLite itself calls damage (a corrupt file, not a database, a
@@ -104,8 +103,8 @@ def classify(exc: sqlite3.Error, folder: Path | None = None) -> IndexProblem:
         return IndexBusy(text)
     if primary in _CORRUPT_CODES or "malformed" in text or "no such table" in text:
         return IndexCorrupt(text)
-    if primary == sqlite3.SQLITE_IOERR and folder is not None and _nearly_full(folder):
-        return IndexUnavailable(_UNAVAILABLE[sqlite3.SQLITE_FULL])
+    if primary == sqlite.SQLITE_IOERR and folder is not None and _nearly_full(folder):
+        return IndexUnavailable(_UNAVAILABLE[sqlite.SQLITE_FULL])
     if primary in _UNAVAILABLE:
         return IndexUnavailable(_UNAVAILABLE[primary])
     if text.startswith("fts5:") or "unterminated string" in text:
@@ -128,9 +127,9 @@ class Connections:
         self.generation = 0
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._owners: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._owners: list[tuple[threading.Thread, sqlite.Connection]] = []
 
-    def get(self) -> sqlite3.Connection:
+    def get(self) -> sqlite.Connection:
         held = getattr(self._local, "held", None)
         if held is not None:
             generation, conn = held
@@ -140,17 +139,17 @@ class Connections:
             self._close_own(conn)
         # check_same_thread=False only so that reset() may close the connection of a thread
         # that has ended; a live thread's connection is only touched by that thread.
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn = sqlite.connect(self.path, isolation_level=None, check_same_thread=False)
         _configure(conn)
         self._local.held = (self.generation, conn)
         with self._lock:
             self._owners.append((threading.current_thread(), conn))
         return conn
 
-    def _close_own(self, conn: sqlite3.Connection) -> None:
+    def _close_own(self, conn: sqlite.Connection) -> None:
         with self._lock:
             self._owners = [(t, c) for t, c in self._owners if c is not conn]
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite.Error):
             conn.close()
 
     def reset(self) -> None:
@@ -162,12 +161,11 @@ class Connections:
             self._owners = [(t, c) for t, c in self._owners if t is not me and t.is_alive()]
         self._local.held = None
         for conn in closable:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite.Error):
                 conn.close()
 
 
-def _configure(conn: sqlite3.Connection) -> None:
-    register_functions(conn)
+def _configure(conn: sqlite.Connection) -> None:
     # The busy timeout first: every later statement (the journal-mode switch included)
     # then waits for another process instead of failing at once.
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -193,7 +191,7 @@ class Tx:
 
     __slots__ = ("conn", "delta")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite.Connection) -> None:
         self.conn = conn
         self.delta = 0
 

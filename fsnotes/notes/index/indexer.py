@@ -93,15 +93,15 @@ def fingerprint(extensions: Sequence[str]) -> str:
 
 def environment() -> dict[str, object]:
     """What the search index can count on here, for ``fsnotes doctor`` (JSON types)."""
-    import sqlite3
+    from fsnotes.notes.index.db import sqlite
 
-    facts: dict[str, object] = {"sqlite": sqlite3.sqlite_version}
+    facts: dict[str, object] = {"sqlite": sqlite.sqlite_version}
     try:
-        probe = sqlite3.connect(":memory:")
-        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        probe = sqlite.connect(":memory:")
+        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x, content='', contentless_delete=1)")
         probe.close()
         facts["fts5"] = True
-    except sqlite3.Error as exc:
+    except sqlite.Error as exc:
         facts["fts5"] = False
         facts["fts5_detail"] = str(exc)
     kernel = max_user_watches()

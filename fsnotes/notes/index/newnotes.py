@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from fsnotes.notes.index.schema import (
-    DEFLATE,
     FTS_COLUMNS,
     ROW_COLUMNS,
     Document,
@@ -32,12 +31,6 @@ NOTE_COLUMNS = (
 )
 NOTE_INSERT = f"INSERT INTO notes({NOTE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
 FTS_INSERT = f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES ({', '.join('?' * 8)})"
-# The same row as the FTS table's, its body compressed (see schema.DEFLATE).
-TEXT_INSERT = (
-    f"INSERT INTO texts(id, {', '.join(FTS_COLUMNS)}) VALUES "
-    f"({', '.join(f'{DEFLATE}(?)' if c == 'body' else '?' for c in ('id', *FTS_COLUMNS))})"
-)
-# The rows of a note besides its ``notes`` row, by table, in the order they are written.
 SIDE_INSERTS = {
     "tags": "INSERT OR IGNORE INTO tags(tag, note) VALUES (?, ?)",
     "links": "INSERT INTO links(note, kind, embed, target, mode, want, leaf) "
@@ -48,7 +41,7 @@ SIDE_INSERTS = {
 }
 
 
-def _from_json(insert: str, width: int, id_at: int, *, deflate: int | None = None) -> str:
+def _from_json(insert: str, width: int, id_at: int) -> str:
     """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
     arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
     and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
@@ -56,8 +49,6 @@ def _from_json(insert: str, width: int, id_at: int, *, deflate: int | None = Non
     cells = [
         f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
     ]
-    if deflate is not None:  # that column compressed (see schema.DEFLATE)
-        cells[deflate] = f"{DEFLATE}({cells[deflate]})"
     values = ", ".join(cells)
     return f"{insert} SELECT {values} FROM json_each(:rows)"
 
@@ -71,17 +62,6 @@ BULK_INSERTS = {
     "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
 }
 
-# A note's FTS row is also its ``texts`` row (its words indexed, its text kept once, see
-# schema.DEFLATE): written from the same rows, the ``texts`` row first.
-BULK_TEXT_INSERT = _from_json(
-    f"INSERT INTO texts(id, {', '.join(FTS_COLUMNS)})", 8, 0, deflate=FTS_COLUMNS.index("body") + 1
-)
-
-
-# Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
-# the batch's megabytes in one. Measured at 100k notes: a build's peak RSS 145 MiB with one
-# array per table and batch, 130 MiB with these (likely the allocator: megabyte strings
-# made in the reader thread and freed in the writer's).
 NOTES_PER_STATEMENT = 100
 
 
@@ -152,22 +132,20 @@ def side_rows(
     path_words = path_text(parts)
     front = list(whererules.pairs(meta.frontmatter))
     scope = scope_text(parts, meta.tags, front)
+    columns = {
+        "body": meta.body,
+        "path": path_words,
+        "title": meta.title,
+        "headings": "\n".join(meta.all_headings),
+        "tags": " ".join(meta.tags),
+        "front": front_text(meta.frontmatter),
+        "scope": scope,
+    }
     return {
         "tags": [(t.casefold(), note_id) for t in meta.tags],
         "links": _link_rows(note_id, parts, meta.refs, extensions),
         "front": [(key, value, note_id) for key, value in front],
-        "fts": [
-            (
-                note_id,
-                path_words,
-                meta.title,
-                "\n".join(meta.all_headings),
-                " ".join(meta.tags),
-                front_text(meta.frontmatter),
-                meta.body,
-                scope,
-            )
-        ],
+        "fts": [(note_id, *(columns[c] for c in FTS_COLUMNS))],
         "tfts": [(note_id, meta.title, path_words, scope)],
     }
 

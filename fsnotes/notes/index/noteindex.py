@@ -2,8 +2,8 @@
 
 A cache, never the truth. It holds, per note, what listing and search need without opening
 the file (path, title, tags, links, size, modification time, device and inode, etag) and an
-FTS5 table over title, headings, path, tags, frontmatter values and body, whose text it keeps
-once, the body compressed (see ``texts`` in :mod:`fsnotes.notes.index.schema`). Everything in it
+FTS5 table over title, headings, path, tags, frontmatter values and body, which keeps their
+words but not their text (contentless: see :mod:`fsnotes.notes.index.schema`). Everything in it
 can be rebuilt from the workspace: a file that is missing, unreadable, corrupt, or of another
 schema is replaced by an empty one (logged) and the scanner fills it again.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,12 +39,11 @@ from fsnotes.notes.index.connections import (
     state_errors,
 )
 from fsnotes.notes.index.counts import MatchCounts
+from fsnotes.notes.index.db import sqlite
 from fsnotes.notes.index.newnotes import (
     BULK_INSERTS,
-    BULK_TEXT_INSERT,
     NOTE_INSERT,
     SIDE_INSERTS,
-    TEXT_INSERT,
     NewNotes,
     note_row,
     side_rows,
@@ -162,7 +160,7 @@ class NoteIndex(IndexReads):
                 return False
             found = conn.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
             return found is not None and found[0] == self.fingerprint
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             problem = classify(exc, self.path.parent)
             if isinstance(problem, IndexBusy):
                 raise problem from None
@@ -205,7 +203,7 @@ class NoteIndex(IndexReads):
                 f"('fingerprint', {_sql_text(self.fingerprint)}), ('complete', '0'), "
                 f"('notes', '0'); PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
             )
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             problem = classify(exc, self.path.parent)
             self._conns.reset()
             # Nothing usable was made: leave no file, so the next try is a creation again
@@ -250,7 +248,7 @@ class NoteIndex(IndexReads):
         """Rows of one read statement (parameters bound); errors as IndexProblem."""
         try:
             return self._conns.get().execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
@@ -258,26 +256,26 @@ class NoteIndex(IndexReads):
         conn = self._conns.get()
         try:
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise classify(exc, self.path.parent) from None
         tx = Tx(conn)
         try:
             yield tx
             if tx.delta:
                 conn.execute("UPDATE meta SET value = value + ? WHERE key = 'notes'", (tx.delta,))
-        except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
+        except sqlite.Error as exc:
+            with contextlib.suppress(sqlite.Error):
                 conn.execute("ROLLBACK")
             raise classify(exc, self.path.parent) from None
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite.Error):
                 conn.execute("ROLLBACK")
             raise
         else:
             try:
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                with contextlib.suppress(sqlite3.Error):
+            except sqlite.Error as exc:
+                with contextlib.suppress(sqlite.Error):
                     conn.execute("ROLLBACK")
                 raise classify(exc, self.path.parent) from None
 
@@ -296,12 +294,12 @@ class NoteIndex(IndexReads):
         try:
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
             self._merging(conn, building=building)
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise classify(exc, self.path.parent) from None
         try:
             yield
         finally:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite.Error):
                 conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
                 self._merging(conn, building=False)
                 if building:
@@ -310,7 +308,7 @@ class NoteIndex(IndexReads):
                     self._compact(conn)
 
     @staticmethod
-    def _compact(conn: sqlite3.Connection) -> None:
+    def _compact(conn: sqlite.Connection) -> None:
         """Give back what a build's final merge freed: the merge writes the full-text
         index anew and frees the segments it merged (as many pages again), which a file
         keeps as free pages unless vacuumed (the file is created with incremental
@@ -323,7 +321,7 @@ class NoteIndex(IndexReads):
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @staticmethod
-    def _merging(conn: sqlite3.Connection, *, building: bool) -> None:
+    def _merging(conn: sqlite.Connection, *, building: bool) -> None:
         settings = (
             {"automerge": 0, "crisismerge": BUILD_CRISISMERGE, "hashsize": BUILD_HASHSIZE}
             if building
@@ -437,10 +435,8 @@ class NoteIndex(IndexReads):
     @staticmethod
     def _delete_id(tx: Tx, note_id: int) -> None:
         conn = tx.conn
-        # The FTS rows first: FTS5 reads the words to remove from the ``texts`` row.
         conn.execute("DELETE FROM fts WHERE rowid=?", (note_id,))
         conn.execute("DELETE FROM tfts WHERE rowid=?", (note_id,))
-        conn.execute("DELETE FROM texts WHERE id=?", (note_id,))
         conn.execute("DELETE FROM tags WHERE note=?", (note_id,))
         conn.execute("DELETE FROM links WHERE note=?", (note_id,))
         conn.execute("DELETE FROM front WHERE note=?", (note_id,))
@@ -455,8 +451,6 @@ class NoteIndex(IndexReads):
         cur = conn.execute(NOTE_INSERT, note_row(doc))
         rows = side_rows(cur.lastrowid, doc, extensions)
         for table, sql in SIDE_INSERTS.items():
-            if table == "fts":
-                conn.executemany(TEXT_INSERT, rows[table])
             conn.executemany(sql, rows[table])
 
     @staticmethod
@@ -478,8 +472,6 @@ class NoteIndex(IndexReads):
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
         for table, text in batch.payloads:
-            if table == "fts":
-                tx.conn.execute(BULK_TEXT_INSERT, {"rows": text, "base": base})
             tx.conn.execute(BULK_INSERTS[table], {"rows": text, "base": base})
         tx.delta += len(batch.parts)
         return True

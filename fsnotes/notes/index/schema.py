@@ -16,8 +16,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import sqlite3
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,28 +28,32 @@ from sandbox.uri import Components
 # 7: indented code and code spans of any length are code (no links)
 # 8: the text kept once, compressed, in ``texts`` (external-content FTS tables); incremental
 #    auto-vacuum
-SCHEMA_VERSION = 8
+# 9: no text kept (contentless FTS tables, SQLite 3.43+); no prefix index
+SCHEMA_VERSION = 9
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 
 # Porter stemming over unicode61: case, diacritics and English word endings are ignored
 # ("plan" finds "planned"); documented with the query syntax in fsnotes/notes/text/query.py.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
-# FTS5 prefix index of the main table: ``abc*`` is answered from it instead of merging the
-# lists of every word that starts with ``abc``. Each prefix length indexed costs about a
-# sixth of the build time and a quarter of the file (measured at 100k notes: "2 3" took
-# 196 MiB of an 805 MiB index), so only three letters, the commonest prefix length; two- and
-# four-letter prefixes are expanded (slower for a very common prefix, never wrong). The
-# tier table (titles and paths) is small enough to expand prefixes without one.
-PREFIX_INDEXES = "3"
+# FTS5 prefix indexes of the main table (none): ``abc*`` is answered by merging the lists of
+# every word that starts with ``abc``. A three-letter prefix index made that one length
+# faster but took 42% of the full-text index (8.6 of 20.2 MiB at 10k notes) and a quarter
+# of its build time (1.1 of 4.1 s); the prefix timings with and without it are in
+# docs/search.md.
+PREFIX_INDEXES = ""
+PREFIX_OPTION = f",\n    prefix = '{PREFIX_INDEXES}'" if PREFIX_INDEXES else ""
 # Column order of the FTS table; ``bm25`` weights follow it (see fsnotes/notes/index/ranking.py).
 # The text a query searches; then ``scope``, which holds one made-up token per folder above
 # the note, per tag (and parent tag) it carries and per frontmatter (key, value) pair, so
 # that a folder, tag or where filter is one more term of the same MATCH instead of a join
 # (see scope_token).
-TEXT_COLUMNS = ("path", "title", "headings", "tags", "front", "body")
+# The body is FTS5's column 0: a word's places in column 0 are written without a column
+# marker, in any other column each note's list of them starts with one (two bytes, for
+# nearly every word of nearly every note when the body came sixth: 6 of 18 MiB of the
+# full-text index at 10k notes).
+TEXT_COLUMNS = ("body", "path", "title", "headings", "tags", "front")
 FTS_COLUMNS = (*TEXT_COLUMNS, "scope")
-BODY_COLUMN = FTS_COLUMNS.index("body")
 # The second, small FTS table: title and path only, for the ranking tiers (a title match
 # found there without walking the body's long lists of a common word).
 TIER_COLUMNS = ("title", "path")
@@ -148,35 +150,13 @@ def row_of(record: Sequence[Any]) -> Row:
     )
 
 
-# The text the FTS table indexes is kept once, in ``texts``, its body compressed (about
-# half the size on the benchmark's vault, a third on prose): FTS5 reads it through the
-# ``fts_source`` view (an external-content table) for excerpts and to remove a note's words
-# when it is deleted or replaced, which is why a note's ``fts`` row goes before its
-# ``texts`` row; the small ``tfts`` table reads the same row's title, path and scope (it
-# kept a copy of its own: 22 MiB at 100k notes). Every connection registers the two
-# functions (see register_functions).
-DEFLATE = "fsnotes_deflate"
-INFLATE = "fsnotes_inflate"
-# zlib's level: 6, the default, compresses the body a few percent better than 1 for about
-# half again the CPU; the body is compressed once per write.
-ZLIB_LEVEL = 3
-
-
-def _deflate(text: str | None) -> bytes | None:
-    return (
-        None if text is None else zlib.compress(text.encode("utf-8", "surrogatepass"), ZLIB_LEVEL)
-    )
-
-
-def _inflate(blob: bytes | None) -> str | None:
-    return None if blob is None else zlib.decompress(blob).decode("utf-8", "surrogatepass")
-
-
-def register_functions(conn: sqlite3.Connection) -> None:
-    """The functions the index's schema calls (``texts`` and its view): on every
-    connection that reads or writes the index, before its first statement."""
-    conn.create_function(DEFLATE, 1, _deflate, deterministic=True)
-    conn.create_function(INFLATE, 1, _inflate, deterministic=True)
+# The index keeps no copy of a note's text: both FTS5 tables are contentless (only the words,
+# their places and each column's length), with ``contentless_delete`` so that a changed or
+# deleted note's words are taken out by its rowid (SQLite 3.43+, see
+# fsnotes/notes/index/db.py). Excerpts and the ranking's feedback read the note's file
+# instead (fsnotes/notes/index/texts.py), after the hit has been checked against it. At 100k
+# notes the copy was 187 MiB of a 584 MiB index.
+FTS_OPTIONS = "content = '', contentless_delete = 1"
 
 
 SCHEMA = f"""
@@ -241,25 +221,14 @@ CREATE TABLE attachments(
     size INTEGER NOT NULL
 );
 CREATE INDEX attachments_folder ON attachments(folder, name);
-CREATE TABLE texts(
-    id INTEGER PRIMARY KEY,
-    {", ".join(c for c in FTS_COLUMNS if c != "body")},
-    body BLOB NOT NULL
-);
-CREATE VIEW fts_source AS SELECT
-    id, {", ".join(c if c != "body" else f"{INFLATE}(body) AS body" for c in FTS_COLUMNS)}
-    FROM texts;
 CREATE VIRTUAL TABLE fts USING fts5(
     {", ".join(FTS_COLUMNS)},
-    content = 'fts_source',
-    content_rowid = 'id',
-    tokenize = '{TOKENIZER}',
-    prefix = '{PREFIX_INDEXES}'
+    {FTS_OPTIONS},
+    tokenize = '{TOKENIZER}'{PREFIX_OPTION}
 );
 CREATE VIRTUAL TABLE tfts USING fts5(
     {", ".join(TIER_COLUMNS)}, scope,
-    content = 'texts',
-    content_rowid = 'id',
+    {FTS_OPTIONS},
     tokenize = '{TOKENIZER}'
 );
 """

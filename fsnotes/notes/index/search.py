@@ -35,8 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsnotes.notes.index import ranking, termstats
+from fsnotes.notes.index import texts as notetexts
 from fsnotes.notes.index.noteindex import NoteIndex
-from fsnotes.notes.index.schema import BODY_COLUMN, ROW_COLUMNS, TIER_COLUMNS, Hit, row_of
+from fsnotes.notes.index.schema import ROW_COLUMNS, TIER_COLUMNS, Hit, row_of
+from fsnotes.notes.index.texts import Reader
 from fsnotes.notes.text.query import MAX_QUERY_TERMS, Term, to_match
 
 
@@ -112,10 +114,13 @@ def search(
     terms: Sequence[Term],
     scoped: Sequence[str],
     limit: int,
+    read: Reader,
 ) -> Result:
     """The ``limit`` best notes for ``terms`` within the scope expressions ``scoped`` (the
     folder, tag and frontmatter words, ANDed), and how many match (at most
-    ``ranking.COUNT_CAP``: counting reads every match's rowid)."""
+    ``ranking.COUNT_CAP``: counting reads every match's rowid). ``read`` reads a note's
+    text from its file, for the excerpts and a question's feedback (the index keeps
+    none)."""
     p = plan(index, terms)
     window = ranking.RANK_NEWEST if p.over else ranking.RANK_WINDOW
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
@@ -133,7 +138,7 @@ def search(
         )
     }
     if not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
-        scored = _rescored(index, p, scored)
+        scored = _rescored(index, p, scored, read)
     # Notes holding every selecting term, and the title and path tiers: each a bounded list
     # of the newest such notes (an AND is answered by FTS5 without reading every match).
     every: set[int] = set()
@@ -158,18 +163,19 @@ def search(
         for note_id in best
     ]
     ranked_all = p.exact and matched <= window
+    marked = to_match(p.selecting, op="OR")  # the words an excerpt marks
     return Result(
-        hits=_hits(index, rows, any_match), matched=matched, ranked_all=ranked_all, plan=p
+        hits=_hits(index, rows, marked, read), matched=matched, ranked_all=ranked_all, plan=p
     )
 
 
-def _rescored(index: NoteIndex, p: Plan, bm25: dict[int, float]) -> dict[int, float]:
+def _rescored(index: NoteIndex, p: Plan, bm25: dict[int, float], read: Reader) -> dict[int, float]:
     """A question's scores (SQLite's sign: lower is better): bm25's best
     :data:`~fsnotes.notes.index.ranking.RESCORE_DEPTH` re-scored by :func:`scores_of`, the
     others after them in bm25's order (each at most half the worst re-scored score)."""
     order = sorted(bm25, key=lambda n: (bm25[n], -n))
     top = order[: ranking.RESCORE_DEPTH]
-    relevance = scores_of(index, p, set(top))
+    relevance = scores_of(index, p, set(top), read)
     out = {n: -relevance.get(n, 0.0) for n in top}
     rest = order[ranking.RESCORE_DEPTH :]
     if rest:
@@ -180,7 +186,7 @@ def _rescored(index: NoteIndex, p: Plan, bm25: dict[int, float]) -> dict[int, fl
     return out
 
 
-def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
+def scores_of(index: NoteIndex, p: Plan, within: set[int], read: Reader) -> dict[int, float]:
     """The ranking score (higher is better) of the notes ``within`` (each holds a ranked
     term): BM25F over the ranked terms, then, for a question of several terms, RM3
     feedback re-weighting (fsnotes/notes/index/ranking.py). The statistics come from
@@ -209,7 +215,7 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
     order = sorted(first, key=lambda n: (-first[n], -n))
     rerank = order[: ranking.FEEDBACK_RERANK]
     best = order[: ranking.FEEDBACK_NOTES]
-    words_of = termstats.texts(index, best)
+    words_of = termstats.texts(index, best, read)
     model = ranking.feedback([(first[n], words_of.get(n, Counter())) for n in best])
     bound = ranking.FEEDBACK_MAX_NOTES
     common_at = ranking.common_bound(total)
@@ -258,46 +264,15 @@ def _ids(index: NoteIndex, table: str, match: str, limit: int) -> set[int]:
     }
 
 
-def _excerpts(index: NoteIndex, ids: list[int], match: str) -> dict[int, tuple[str, str]]:
-    """(snippet, body) of these notes, in one pass over the rowid range they span: FTS5
-    seeks to the range and reads it in order, and snippet() runs for the listed rows
-    only. (``rowid IN (...)`` in the WHERE would make SQLite run the whole MATCH once
-    per listed row, which for a prefix that expands to many words costs milliseconds
-    each.)"""
-    if not ids:
-        return {}
-    wanted = set(ids)
-    placeholders = ", ".join("?" * len(ids))
-    rows = index.query(
-        f"SELECT rowid, CASE WHEN rowid IN ({placeholders}) THEN "
-        f"snippet(fts, {BODY_COLUMN}, ?, ?, ?, ?) END, "
-        f"CASE WHEN rowid IN ({placeholders}) THEN body END "
-        "FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ?",
-        [
-            *ids,
-            *ranking.INTERNAL_MARKS,
-            ranking.SNIPPET_TOKENS,
-            *ids,
-            match,
-            min(ids),
-            max(ids),
-        ],
-    )
-    return {int(r[0]): (str(r[1]), str(r[2])) for r in rows if int(r[0]) in wanted}
-
-
 def _hits(
-    index: NoteIndex, best: list[tuple[int, int, float | None, bool]], match: str
+    index: NoteIndex, best: list[tuple[int, int, float | None, bool]], marked: str, read: Reader
 ) -> list[Hit]:
+    """The rows of the best notes with their excerpts: each note's body read from its file
+    and excerpted by FTS5's snippet() over the words ``marked`` (fsnotes/notes/index/texts.py)."""
     if not best:
         return []
     ids = [note_id for note_id, _tier, _score, _all in best]
     placeholders = ", ".join("?" * len(ids))
-    scored = [i for i, _tier, score, _all in best if score is not None]
-    excerpts = _excerpts(index, scored, match)
-    for note_id in ids:
-        if note_id not in excerpts:  # ranked by tier alone, outside the window: a seek
-            excerpts.update(_excerpts(index, [note_id], match))
     rows = {
         int(r[-1]): r
         for r in index.query(
@@ -305,20 +280,27 @@ def _hits(
             ids,
         )
     }
+    texts: dict[int, notetexts.NoteText] = {}
+    for note_id, record in rows.items():
+        text = read(row_of(record[:8]).parts)
+        if text is not None:
+            texts[note_id] = notetexts.of(text)
+    bodies = {note_id: t.body for note_id, t in texts.items()}
+    excerpts = notetexts.snippets(bodies, marked, ranking.INTERNAL_MARKS, ranking.SNIPPET_TOKENS)
     hits: list[Hit] = []
     for note_id, tier, score, every in best:
         record = rows.get(note_id)
         if record is None:
             continue  # removed since (another connection's commit)
-        snippet, body = excerpts.get(note_id, ("", ""))
+        known = texts.get(note_id)
         hits.append(
             Hit(
                 row=row_of(record[:8]),
                 score=score,
                 tier=tier,
-                snippet=snippet,
-                body=body,
-                body_start=int(record[8]),
+                snippet=excerpts.get(note_id, ""),
+                body=known.body if known else "",
+                body_start=known.body_start if known else int(record[8]),
                 all_terms=every,
             )
         )

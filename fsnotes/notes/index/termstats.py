@@ -17,31 +17,29 @@ in Python:
   SQLite varints: FTS5's file format, stable since 3.9), so no per-query work scales with
   the vault;
 * tokens from the index's own tokenizer over a private in-memory FTS5 table (one per
-  thread), so that a query word is looked up by the stem the index holds.
+  thread), so that a query word is looked up by the stem the index holds;
+* the words of a note (for feedback) from its file (the index keeps no text, see
+  :mod:`fsnotes.notes.index.texts`).
 """
 
 from __future__ import annotations
 
 import functools
-import sqlite3
 import threading
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from fsnotes.notes.index import texts as notetexts
+from fsnotes.notes.index.db import sqlite
 from fsnotes.notes.index.noteindex import NoteIndex
-from fsnotes.notes.index.schema import FTS_COLUMNS, TEXT_COLUMNS, TOKENIZER
+from fsnotes.notes.index.schema import FTS_COLUMNS, TEXT_COLUMNS, TOKENIZER, parts_of
+from fsnotes.notes.index.texts import Reader
 
 COLUMN_AT = {name: i for i, name in enumerate(TEXT_COLUMNS)}
 _INSTANCE = "temp.fts_instance"
 # Notes per IN-list when reading lengths (SQLite's bound on parameters is far above it;
 # a list this long is one statement per few hundred notes).
 _IDS_PER_STATEMENT = 500
-# The columns whose text feeds the pseudo-relevance feedback: what a note says, not the
-# made-up path and scope tokens.
-FEEDBACK_COLUMNS = ("title", "tags", "front", "body")
-# Characters of a note read for feedback: the start of a long note says what it is about,
-# and tokenizing a whole 4 MiB note would cost more than the search.
-FEEDBACK_CHARS = 20_000
 
 Freqs = list[tuple[int, int, int]]  # (note id, text column index, occurrences)
 
@@ -74,9 +72,9 @@ def _short_tokens(text: str) -> tuple[str, ...]:
 
 
 def _tokenize(text: str) -> list[str]:
-    conn: sqlite3.Connection | None = getattr(_local, "conn", None)
+    conn: sqlite.Connection | None = getattr(_local, "conn", None)
     if conn is None:
-        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn = sqlite.connect(":memory:", isolation_level=None)
         conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE tv USING fts5vocab(t, instance)")
         _local.conn = conn
@@ -176,14 +174,22 @@ def averages(index: NoteIndex) -> tuple[int, tuple[float, ...]]:
     return notes, avg
 
 
-def texts(index: NoteIndex, ids: Sequence[int]) -> dict[int, Counter[str]]:
-    """The tokens of these notes' text columns (their first FEEDBACK_CHARS each)."""
-    out: dict[int, Counter[str]] = defaultdict(Counter)
-    cols = ", ".join(f"substr({c}, 1, {FEEDBACK_CHARS})" for c in FEEDBACK_COLUMNS)
-    for note_id in ids:
-        for row in index.query(f"SELECT {cols} FROM fts WHERE rowid = ?", (note_id,)):
-            out[note_id].update(tokens("\n".join(str(v or "") for v in row)))
-    return dict(out)
+def texts(index: NoteIndex, ids: Sequence[int], read: Reader) -> dict[int, Counter[str]]:
+    """The tokens of these notes' text columns (their first FEEDBACK_CHARS each), read from
+    their files by ``read`` (the index keeps no text); a note that cannot be read is left
+    out."""
+    out: dict[int, Counter[str]] = {}
+    if not ids:
+        return out
+    marks = ", ".join("?" * len(ids))
+    for note_id, key, title, tags in index.query(
+        f"SELECT id, key, title, tags FROM notes WHERE id IN ({marks})", list(ids)
+    ):
+        text = read(parts_of(key))
+        if text is not None:
+            words = tokens(notetexts.feedback_text(title, tags, notetexts.of(text)))
+            out[int(note_id)] = Counter(words)
+    return out
 
 
 def bounded(

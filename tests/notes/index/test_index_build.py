@@ -8,7 +8,6 @@ row of every table, the full-text index term by term, and search answers.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import fsnotes.notes.index.scan as scan
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
 from fsnotes.notes.index.catalog import Catalog
-from fsnotes.notes.index.schema import register_functions
+from fsnotes.notes.index.db import sqlite as sqlite3  # the index's SQLite (3.43+)
 
 # Every kind of thing a note gives the index: frontmatter (lists, quoted values, escapes),
 # titles from frontmatter, headings or the file name, inline and nested tags in any case,
@@ -87,10 +86,9 @@ def _dump(catalog: Catalog) -> dict[str, list[tuple[object, ...]]]:
     """Every row the index holds (but the scan's bookkeeping in ``meta``), and every
     (term, note, column, offset) of both full-text tables."""
     conn = sqlite3.connect(catalog.index.path)
-    register_functions(conn)  # the FTS table reads its text through them
     try:
         out: dict[str, list[tuple[object, ...]]] = {}
-        for table in ("notes", "tags", "links", "front", "rejects", "attachments", "texts"):
+        for table in ("notes", "tags", "links", "front", "rejects", "attachments"):
             out[table] = sorted(conn.execute(f"SELECT * FROM {table}"), key=repr)
         out["meta"] = sorted(conn.execute("SELECT * FROM meta WHERE key IN ('notes')"))
         for table in ("fts", "tfts"):
@@ -126,7 +124,9 @@ def test_a_build_holds_the_same_rows_and_terms_as_note_by_note_writes(
     built, single = _build_both(servers, monkeypatch)
     got, want = _dump(built), _dump(single)
     assert got["notes"], "nothing was indexed"
-    assert any("\x00" in str(v) for row in want["fts"] for v in row), "no NUL reached the index"
+    nul = {r[0] for r in want["notes"] if r[1] == "nul.md"}
+    words = {r[0] for r in want["fts_terms"] if r[1] in nul}
+    assert {"befor", "after", "nultag"} <= words, "the note with a NUL was not indexed whole"
     for table in want:
         assert got[table] == want[table], table
 
@@ -251,30 +251,34 @@ def test_a_build_gives_back_the_pages_its_final_merge_freed_and_empties_its_wal(
         srv.close()
 
 
-def test_the_text_is_kept_once_compressed_and_replaced_or_removed_words_leave_the_index(
+def test_the_index_keeps_the_words_not_the_text_and_a_replaced_notes_words_leave_it(
     servers: tuple[Server, Server], vault: Path
 ) -> None:
-    """The FTS table indexes the words and keeps no copy of the text: that is ``texts``,
-    the body compressed, read through a view; a note replaced or removed takes its old
-    words out of the index (FTS5 reads them from ``texts`` before the row goes), which
-    FTS5's own integrity check confirms against the text."""
+    """The index keeps the words of a note and not its text (contentless FTS tables, no
+    other table of text, no sentence of a note anywhere in the file or its WAL); a note
+    replaced or removed takes its old words out of both FTS tables (contentless_delete),
+    which FTS5's own integrity check confirms."""
     catalog = _catalog(servers[0])
     catalog.rescan()
     note = vault / "swap.md"
     note.write_text("# Swap\n\nquokka marsupial\n")
     catalog.refresh(("swap.md",))
-    note.write_text("# Swap\n\nwombat burrow\n")
+    note.write_text("# Swap\n\nwombat burrow near the old copper kettle\n")
     catalog.refresh(("swap.md",))
     conn = sqlite3.connect(catalog.index.path)
-    register_functions(conn)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        assert not {"fts_content", "tfts_content"} & tables  # no second copy of the text
-        blob, body = conn.execute(
-            "SELECT t.body, s.body FROM texts t JOIN fts_source s ON s.id = t.id "
-            "JOIN notes n ON n.id = t.id WHERE n.key = 'swap.md'"
+        assert not {"fts_content", "tfts_content", "texts"} & tables
+        assert "fts_docsize" in tables  # the column lengths the ranking reads
+        body = conn.execute(
+            "SELECT f.body FROM fts f JOIN notes n ON n.id = f.rowid WHERE n.key = 'swap.md'"
         ).fetchone()
-        assert isinstance(blob, bytes) and "wombat burrow" in body
+        assert body == (None,)  # contentless: a column reads as NULL
+        held = b"".join(
+            p.read_bytes() for p in Path(catalog.index.path).parent.iterdir() if p.is_file()
+        )
+        assert b"near the old copper kettle" not in held
+        assert b"Buy milk" not in held  # inbox.md's body (its title is kept in ``notes``)
         conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, fts, row)")
         terms = {r[0] for r in conn.execute("SELECT term FROM temp.v")}
         assert "wombat" in terms and "quokka" not in terms
@@ -284,7 +288,6 @@ def test_the_text_is_kept_once_compressed_and_replaced_or_removed_words_leave_th
         terms = {r[0] for r in conn.execute("SELECT term FROM temp.v")}
         assert "wombat" not in terms
         assert conn.execute("SELECT count(*) FROM tfts WHERE tfts MATCH 'swap'").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM texts").fetchone()[0] == len(NOTES) + MANY
         for table in ("fts", "tfts"):
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     finally:

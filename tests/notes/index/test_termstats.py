@@ -1,7 +1,8 @@
 """The statistics the ranking scores from (fsnotes/notes/index/termstats.py) equal a count
 made from each note's own columns.
 
-Each note's stored column text is read back from the index and tokenized; the oracle counts
+Each note's column text is made again from its file, as the indexer makes it (the index
+keeps no text), and tokenized; the oracle counts
 a word's, a phrase's and a prefix's occurrences per column, each column's tokens, and their
 averages, and the statistics read from fts5vocab, fts_docsize and FTS5's averages record
 must be those counts. Long bodies make the lengths and totals multi-byte varints.
@@ -13,8 +14,9 @@ from pathlib import Path
 
 from fsnotes.app.server import Server
 from fsnotes.notes.index import termstats
+from fsnotes.notes.index.newnotes import side_rows
 from fsnotes.notes.index.noteindex import NoteIndex
-from fsnotes.notes.index.schema import TEXT_COLUMNS
+from fsnotes.notes.index.schema import FTS_COLUMNS, TEXT_COLUMNS, Document, parts_of
 from tests.notes.index.test_catalog import catalog_of
 
 NOTES = {
@@ -33,10 +35,17 @@ def indexed(server: Server, vault: Path) -> NoteIndex:
     return catalog_of(server).index
 
 
-def columns(index: NoteIndex) -> dict[int, list[list[str]]]:
-    """Each note's tokens per text column, from its stored text."""
-    rows = index.query(f"SELECT rowid, {', '.join(TEXT_COLUMNS)} FROM fts")
-    return {int(r[0]): [termstats.tokens(str(v or "")) for v in r[1:]] for r in rows}
+def columns(server: Server, index: NoteIndex) -> dict[int, list[list[str]]]:
+    """Each note's tokens per text column, from the row the indexer makes of its file."""
+    store = catalog_of(server).store
+    out = {}
+    for note_id, key in index.query("SELECT id, key FROM notes"):
+        note = store.read(parts_of(key))
+        doc = Document(note.parts, note.info, note.etag, note.meta)
+        (row,) = side_rows(note_id, doc, server.config.extensions)["fts"]
+        values = dict(zip(("id", *FTS_COLUMNS), row, strict=True))
+        out[int(note_id)] = [termstats.tokens(str(values[c] or "")) for c in TEXT_COLUMNS]
+    return out
 
 
 def oracle(
@@ -62,7 +71,7 @@ def test_frequencies_of_words_phrases_and_prefixes_equal_a_count(
     server: Server, vault: Path
 ) -> None:
     index = indexed(server, vault)
-    cols = columns(index)
+    cols = columns(server, index)
     everyone = set(cols)
     for text, prefix in [
         ("kettle", False),
@@ -88,7 +97,7 @@ def test_frequencies_of_words_phrases_and_prefixes_equal_a_count(
 
 def test_lengths_and_averages_equal_the_token_counts(server: Server, vault: Path) -> None:
     index = indexed(server, vault)
-    cols = columns(index)
+    cols = columns(server, index)
     lengths = termstats.lengths(index, cols)
     assert lengths == {note: tuple(len(t) for t in per) for note, per in cols.items()}
     assert max(n for per in lengths.values() for n in per) > 127  # a multi-byte varint
@@ -101,7 +110,7 @@ def test_lengths_and_averages_equal_the_token_counts(server: Server, vault: Path
 
 def test_a_feedback_word_in_too_many_notes_is_not_read(server: Server, vault: Path) -> None:
     index = indexed(server, vault)
-    cols = columns(index)
+    cols = columns(server, index)
     among = sorted(cols)
     [copper] = termstats.tokens("copper")
     held = {n for n, per in cols.items() if any(copper in t for t in per)}
