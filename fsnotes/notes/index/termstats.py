@@ -187,7 +187,7 @@ def texts(index: NoteIndex, ids: Sequence[int], read: Reader) -> dict[int, Count
     ):
         text = read(parts_of(key))
         if text is not None:
-            words = tokens(notetexts.feedback_text(title, tags, notetexts.of(text)))
+            words = tokens(notetexts.feedback_text(title, tags, text))
             out[int(note_id)] = Counter(words)
     return out
 

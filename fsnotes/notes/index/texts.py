@@ -10,6 +10,11 @@ The FTS5 tables hold each note's words, their places and each column's length, n
 * the pseudo-relevance feedback of a question (:func:`feedback_text`), which reads the words
   of its few best notes.
 
+Reading a hit's file and tokenizing its body (twice: into the small table, then for the
+excerpt) costs more than reading a stored copy (once, after inflating it): about 0.3 ms
+per hit of a few KiB at 100k notes (docs/search.md has the figures), the price of an index a
+third the size.
+
 The file is read through the workspace's ``Root`` by the caller's :data:`Reader` (the
 catalog's), like every read of a note: a note that cannot be read now (gone, replaced by a
 link, not UTF-8) has no text, and its hit no excerpt; the catalog checks every hit against
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 
 from fsnotes.notes.index.db import sqlite
 from fsnotes.notes.index.schema import TOKENIZER, front_text
-from fsnotes.notes.text.markdown import split_frontmatter
+from fsnotes.notes.text.markdown import body_of, split_frontmatter
 from sandbox.uri import Components
 
 # A note's whole text as the index read it (strict UTF-8), or None when it cannot be read.
@@ -45,33 +50,40 @@ _local = threading.local()
 
 @dataclass(frozen=True)
 class NoteText:
-    """What the index made of a note's text: the body (after the frontmatter) and the line
-    it starts on, and the frontmatter's values as the ``front`` column holds them."""
+    """What an excerpt is made from: the body (after the frontmatter) as the index read
+    it, and the line it starts on."""
 
     body: str
     body_start: int
-    front: str
 
 
 def of(text: str) -> NoteText:
-    frontmatter, body, body_start = split_frontmatter(text)
-    return NoteText(body=body, body_start=body_start, front=front_text(frontmatter))
+    body, body_start = body_of(text)
+    return NoteText(body=body, body_start=body_start)
 
 
-def feedback_text(title: str, tags_json: str, text: NoteText) -> str:
-    """The words feedback learns from: title, tags, frontmatter values and body (its first
-    FEEDBACK_CHARS), the text columns a note is about (not the made-up path and scope
-    words)."""
+def feedback_text(title: str, tags_json: str, text: str) -> str:
+    """The words feedback learns from, of a note's whole ``text``: title, tags,
+    frontmatter values and body (each its first FEEDBACK_CHARS), the text columns a note is
+    about (not the made-up path and scope words)."""
+    frontmatter, body, _start = split_frontmatter(text)
     tags = " ".join(str(t) for t in json.loads(tags_json))
-    parts = (title, tags, text.front, text.body)
+    parts = (title, tags, front_text(frontmatter), body)
     return "\n".join(p[:FEEDBACK_CHARS] for p in parts)
 
 
 def _table() -> sqlite.Connection:
+    """This thread's in-memory excerpt table: an external-content FTS5 table over ``src``,
+    so that emptying it ('delete-all') does not tokenize its rows again, as a DELETE from a
+    table with its own content does."""
     conn: sqlite.Connection | None = getattr(_local, "conn", None)
     if conn is None:
         conn = sqlite.connect(":memory:", isolation_level=None)
-        conn.execute(f"CREATE VIRTUAL TABLE x USING fts5(body, every, tokenize='{TOKENIZER}')")
+        conn.execute("CREATE TABLE src(id INTEGER PRIMARY KEY, body TEXT, every TEXT)")
+        conn.execute(
+            "CREATE VIRTUAL TABLE x USING fts5(body, every, content='src', "
+            f"content_rowid='id', tokenize='{TOKENIZER}')"
+        )
         _local.conn = conn
     return conn
 
@@ -81,20 +93,22 @@ def snippets(
 ) -> dict[int, str]:
     """``snippet()`` of each body (by note id) for the MATCH expression ``match`` (the
     query's words, without column filters), marked with ``marks`` (open, close, ellipsis),
-    at most ``tokens`` words."""
+    at most ``tokens`` words. Each body is tokenized twice (indexed, then excerpted); the
+    text is let go before returning."""
     if not bodies:
         return {}
     conn = _table()
-    conn.execute("DELETE FROM x")
     try:
         conn.executemany(
-            "INSERT INTO x(rowid, body, every) VALUES (?, ?, ?)",
+            "INSERT INTO src(id, body, every) VALUES (?, ?, ?)",
             [(note_id, body, _EVERY_ROW) for note_id, body in bodies.items()],
         )
+        conn.execute("INSERT INTO x(x) VALUES ('rebuild')")
         rows = conn.execute(
             "SELECT rowid, snippet(x, 0, ?, ?, ?, ?) FROM x WHERE x MATCH ?",
             (*marks, tokens, f'{{body}} : ({match}) OR {{every}} : "{_EVERY_ROW}"'),
         ).fetchall()
     finally:
-        conn.execute("DELETE FROM x")  # the text is not kept past the call
+        conn.execute("INSERT INTO x(x) VALUES ('delete-all')")
+        conn.execute("DELETE FROM src")
     return {int(r[0]): str(r[1] or "") for r in rows}

@@ -62,16 +62,28 @@ def frontmatter_close(lines: list[str]) -> int | None:
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     """Return (frontmatter, body, body_start_line). No frontmatter: ({}, text, 1)."""
+    block, body, body_start = _split(text)
+    return parse_block(block), body, body_start
+
+
+def body_of(text: str) -> tuple[str, int]:
+    """(body, body_start_line) as :func:`split_frontmatter` gives them, without parsing the
+    frontmatter (search's excerpts need only the body)."""
+    _block, body, body_start = _split(text)
+    return body, body_start
+
+
+def _split(text: str) -> tuple[list[str], str, int]:
     if not text.startswith(FRONTMATTER_OPEN):
-        return {}, text, 1
+        return [], text, 1
     # Only the lines the close may be on are split off; the rest stays one string (the
     # body is joined back from it unchanged).
     lines = text.split("\n", MAX_FRONTMATTER_LINES + 1)
     close = frontmatter_close(lines)
     if close is None:
-        return {}, text, 1
+        return [], text, 1
     block = [ln.rstrip("\r") for ln in lines[1:close]]
-    return parse_block(block), "\n".join(lines[close + 1 :]), close + 2
+    return block, "\n".join(lines[close + 1 :]), close + 2
 
 
 def parse_block(lines: list[str]) -> dict[str, Any]:
