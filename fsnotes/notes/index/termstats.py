@@ -71,16 +71,42 @@ def _short_tokens(text: str) -> tuple[str, ...]:
     return tuple(_tokenize(text))
 
 
-def _tokenize(text: str) -> list[str]:
+def _tokenizer() -> sqlite.Connection:
+    """This thread's in-memory tokenizer: a contentless FTS5 table (emptied by 'delete-all',
+    which unlike a DELETE from a table with content does not tokenize its rows again) and
+    its ``instance`` vocabulary."""
     conn: sqlite.Connection | None = getattr(_local, "conn", None)
     if conn is None:
         conn = sqlite.connect(":memory:", isolation_level=None)
-        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, content='', tokenize='{TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE tv USING fts5vocab(t, instance)")
         _local.conn = conn
-    conn.execute("DELETE FROM t")
+    return conn
+
+
+def _tokenize(text: str) -> list[str]:
+    conn = _tokenizer()
     conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (text,))
-    return [str(r[0]) for r in conn.execute("SELECT term FROM tv ORDER BY offset")]
+    try:
+        return [str(r[0]) for r in conn.execute("SELECT term FROM tv ORDER BY offset")]
+    finally:
+        conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
+
+
+def counts(texts: Sequence[str]) -> list[Counter[str]]:
+    """How many times each token of the index's tokenizer is in each of ``texts``, in one
+    round trip (counted inside SQLite, not a row per token)."""
+    if not texts:
+        return []
+    conn = _tokenizer()
+    conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(texts)))
+    out: list[Counter[str]] = [Counter() for _ in texts]
+    try:
+        for doc, term, n in conn.execute("SELECT doc, term, count(*) FROM tv GROUP BY doc, term"):
+            out[int(doc)][str(term)] = int(n)
+    finally:
+        conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
+    return out
 
 
 def _rows(
@@ -182,14 +208,16 @@ def texts(index: NoteIndex, ids: Sequence[int], read: Reader) -> dict[int, Count
     if not ids:
         return out
     marks = ", ".join("?" * len(ids))
+    read_ids: list[int] = []
+    read_texts: list[str] = []
     for note_id, key, title, tags in index.query(
         f"SELECT id, key, title, tags FROM notes WHERE id IN ({marks})", list(ids)
     ):
         text = read(parts_of(key))
         if text is not None:
-            words = tokens(notetexts.feedback_text(title, tags, text))
-            out[int(note_id)] = Counter(words)
-    return out
+            read_ids.append(int(note_id))
+            read_texts.append(notetexts.feedback_text(title, tags, text))
+    return dict(zip(read_ids, counts(read_texts), strict=True))
 
 
 def bounded(

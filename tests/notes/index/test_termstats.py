@@ -10,6 +10,7 @@ must be those counts. Long bodies make the lengths and totals multi-byte varints
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from fsnotes.app.server import Server
@@ -120,3 +121,17 @@ def test_a_feedback_word_in_too_many_notes_is_not_read(server: Server, vault: Pa
     assert notes == len(held)
     assert set(rows) == oracle(cols, [copper], False)
     assert termstats.bounded(index, copper, len(held) - 1, among) is None
+
+
+def test_counts_in_one_round_trip_equal_counting_each_texts_tokens() -> None:
+    texts = [
+        NOTES["kettle.md"],
+        "",
+        NOTES["garden/shed.md"],
+        "Café CAFÉ cafe — naïve planned plans",
+        "x" * 70,
+    ]
+    got = termstats.counts(texts)
+    assert got == [Counter(termstats.tokens(t)) for t in texts]
+    assert got[3]["cafe"] == 3 and got[3]["plan"] == 2
+    assert termstats.counts(texts[:1]) == got[:1]  # nothing kept from the call before
