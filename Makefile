@@ -106,7 +106,7 @@ bench-vault: $(STAMP)
 # Search quality on the CISI test collection (issue 22), beside plain BM25 in the same run;
 # the collection is read from CISI (default ../shared/data/cisi), never shipped here.
 bench-quality: $(STAMP)
-	$(PY) -c 'import bm25s' 2>/dev/null || $(PY) -m pip install -q -e '.[quality]'
+	$(PY) -c 'import bm25s, tantivy' 2>/dev/null || $(PY) -m pip install -q -e '.[quality]'
 	$(PY) benchmarks/bench_quality.py $(CISI)
 
 # Also what `make test` leaves outside the checkout: .ci/docker.sh's private daemon (stopped

@@ -17,6 +17,9 @@ In the same run, over the same title and abstract text, the baselines:
   benchmark-only dependency; its defaults: k1 = 1.5, b = 0.75, Lucene's BM25) over the same
   tokens, the question's words as written or each once; and over its own tokenizer (words of
   two letters or more, lower-cased, its English stopword list, no stemming);
+* ``tantivy``: the tantivy search library from PyPI (also ``fsnotes[quality]``), title and
+  body with its English analyzer and its BM25 as it comes, the question's words ORed, as
+  written or each once (the engine measured beside FTS5 in docs/search.md);
 * ``bm25-py``: a textbook BM25 (k1 = 1.2, b = 0.75, Lucene's IDF, summed over the query's
   words as written) in pure Python over the same tokens (read back from FTS5's
   ``fts5vocab``), title and body as one field; ``bm25-py distinct``: each word once.
@@ -190,6 +193,53 @@ class Baselines:
 
         return rank
 
+    @staticmethod
+    def tantivy_ranker(docs: dict[int, tuple[str, str]]) -> Any:
+        """A ranking function over a ``tantivy`` index of the same notes (None: the package
+        is not installed): title and body fields with tantivy's English analyzer (its
+        ``en_stem``: simple tokenizer, long words out, lower case, Snowball English), BM25 as
+        it comes; a question is its analyzed words as written, each a term query on both
+        fields, ORed (a word written twice counts twice, as in FTS5's OR)."""
+        try:
+            import tantivy  # a benchmark-only dependency, optional
+        except ImportError:
+            return None
+        builder = tantivy.SchemaBuilder()
+        builder.add_integer_field("id", stored=True, indexed=True)
+        for name in ("title", "body"):
+            builder.add_text_field(name, tokenizer_name="en_stem")
+        schema = builder.build()
+        index = tantivy.Index(schema)
+        writer = index.writer(heap_size=50_000_000, num_threads=1)
+        for n, (title, body) in docs.items():
+            writer.add_document(tantivy.Document(id=n, title=title, body=body))
+        writer.commit()
+        index.reload()
+        analyzer = (
+            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(40))
+            .filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.stemmer("english"))
+            .build()
+        )
+        searcher = index.searcher()
+
+        def rank(query: str, k: int, distinct: bool = False) -> list[int]:
+            words = analyzer.analyze(query)
+            if distinct:
+                words = sorted(set(words))
+            clauses = [
+                (tantivy.Occur.Should, tantivy.Query.term_query(schema, field, word))
+                for word in words
+                for field in ("title", "body")
+            ]
+            if not clauses:
+                return []
+            hits = searcher.search(tantivy.Query.boolean_query(clauses), k).hits
+            return [int(searcher.doc(address)["id"][0]) for _score, address in hits]
+
+        return rank
+
     def bm25_py(self, query: str, k: int, distinct: bool = False) -> list[int]:
         n = len(self.tf)
         scores: dict[int, float] = {}
@@ -300,6 +350,14 @@ def main() -> int:
         for distinct in (False, True):
             ranked = {q: ranker(t, RECALL_AT, distinct) for q, t in questions.items()}
             rows[label + (" distinct" if distinct else "")] = summary(ranked, qrels, len(questions))
+    tantivy_rank = base.tantivy_ranker(docs)
+    if tantivy_rank is None:
+        print("tantivy is not installed (pip install 'fsnotes[quality]'): its rows left out")
+    else:
+        for distinct in (False, True):
+            ranked = {q: tantivy_rank(t, RECALL_AT, distinct) for q, t in questions.items()}
+            label = "tantivy (BM25, its English analyzer)" + (" distinct" if distinct else "")
+            rows[label] = summary(ranked, qrels, len(questions))
     baselines = list(rows)
     # The ranking's steps, offline over the same tokens (benchmarks/quality_steps.py).
     for name, ranked in step_rows(base.db, "v", base.tokens, questions, RECALL_AT).items():
