@@ -77,10 +77,12 @@ def _tokenize(text: str) -> list[str]:
     conn: sqlite3.Connection | None = getattr(_local, "conn", None)
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
+        # Contentless: emptied by 'delete-all' without tokenizing the previous text again
+        # (a DELETE would, to find the words to take out: a third of the time at 5 KiB).
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}', content='')")
         conn.execute("CREATE VIRTUAL TABLE tv USING fts5vocab(t, instance)")
         _local.conn = conn
-    conn.execute("DELETE FROM t")
+    conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
     conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (text,))
     return [str(r[0]) for r in conn.execute("SELECT term FROM tv ORDER BY offset")]
 
