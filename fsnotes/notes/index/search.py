@@ -225,15 +225,22 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
     lengths = termstats.lengths(index, within)
     stems: dict[str, ranking.TermStats] = {}
     stats: list[ranking.TermStats] = []
-    for term, notes in zip(p.scored, p.scored_notes, strict=True):
-        words = termstats.tokens(term.text)
-        one = ranking.TermStats(
-            notes,
-            float(term.repeats),
-            termstats.frequencies(index, term.fts(), words, term.prefix, within),
-        )
+    tokens = [termstats.tokens(term.text) for term in p.scored]
+    # The plain words' rows in one statement (a statement per word cost more than its rows
+    # on a long question: 31 ms against 10 for 124 words on CISI).
+    plain = termstats.word_frequencies(
+        index,
+        [words[0] for term, words in zip(p.scored, tokens, strict=True) if _plain(term, words)],
+        within,
+    )
+    for term, notes, words in zip(p.scored, p.scored_notes, tokens, strict=True):
+        if _plain(term, words):
+            freqs = plain.get(words[0], [])
+        else:
+            freqs = termstats.frequencies(index, term.fts(), words, term.prefix, within)
+        one = ranking.TermStats(notes, float(term.repeats), freqs)
         stats.append(one)
-        if len(words) == 1 and not term.prefix:
+        if _plain(term, words):
             stems[words[0]] = one
     first = ranking.bm25f(stats, total, lengths, averages)
     # Feedback needs FEEDBACK_NOTES notes to learn from (two notes' shared words are noise).
@@ -279,6 +286,11 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int]) -> dict[int, float]:
         averages,
     )
     return {n: (1.0 - share) * s / asked + extra.get(n, 0.0) for n, s in first.items()}
+
+
+def _plain(term: Term, words: Sequence[str]) -> bool:
+    """Whether ``term`` is one word (one token, not a prefix)."""
+    return len(words) == 1 and not term.prefix
 
 
 def _ids(index: NoteIndex, table: str, match: str, limit: int) -> set[int]:
