@@ -77,7 +77,7 @@ RESCORE_DEPTH = 200
 # The re-scoring reads, beyond the window's terms, the query's other words and prefixes that
 # are not very common (selecting terms the window left out, and terms past the term bound),
 # rarest first, while their note counts add up to at most this many: a term's occurrences
-# are read from its whole doclist (about 0.6 µs a note on the 2-core machine), so this bounds
+# are read from its whole doclist (about 0.5 µs a note on the 2-core machine), so this bounds
 # the extra reads to about 6 ms whatever the vault's size, the cost of the window's bm25 (on
 # CISI's long questions the terms the window and the bound left out were worth 3%:
 # docs/search.md).
