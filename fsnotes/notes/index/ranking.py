@@ -74,6 +74,14 @@ QUESTION_TERMS = 3
 # about 30 µs, too much for the 4,000 notes of the window (95 ms at 100k notes, against 33
 # for bm25 alone); the notes bm25 puts below this many rarely reach the first page.
 RESCORE_DEPTH = 200
+# The re-scoring reads, beyond the window's terms, the query's other words and prefixes that
+# are not very common (selecting terms the window left out, and terms past the term bound),
+# rarest first, while their note counts add up to at most this many: a term's occurrences
+# are read from its whole doclist (about 0.5 µs a note on the 2-core machine), so this bounds
+# the extra reads to about 6 ms whatever the vault's size, the cost of the window's bm25 (on
+# CISI's long questions the terms the window and the bound left out were worth 3%:
+# docs/search.md).
+RESCORE_NOTES = 10_000
 BM25F_B = 0.75
 FIELD_WEIGHTS: dict[str, float] = {
     "path": 1.0,

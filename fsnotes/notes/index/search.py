@@ -24,8 +24,13 @@ The score reads every hit of every term, so it is computed over the rarest selec
 note counts add up to at most :data:`~fsnotes.notes.index.ranking.RANK_WINDOW` (at least
 the rarest one; for that one alone, over its newest
 :data:`~fsnotes.notes.index.ranking.RANK_NEWEST` notes): a query whose
-terms all fit is ranked exactly, and the result says when it was not. Every expression is
-bound as a parameter, never spliced into the SQL.
+terms all fit is ranked exactly, and the result says when it was not. A question's window is
+then cut to bm25's best :data:`~fsnotes.notes.index.ranking.RESCORE_DEPTH`, which BM25F
+re-scores over more terms than the window's: every word or prefix of the query that is not
+very common (the other selecting terms, and the dropped ones: they still never make a note
+match), rarest first, while their note counts add up to at most
+:data:`~fsnotes.notes.index.ranking.RESCORE_NOTES` more. Every expression is bound as a
+parameter, never spliced into the SQL.
 """
 
 from __future__ import annotations
@@ -53,6 +58,10 @@ class Plan:
     dropped: list[Term]  # past MAX_QUERY_TERMS
     exact: bool  # every selecting term is ranked by bm25
     over: bool  # the one ranked term alone is in more than RANK_WINDOW notes
+    # What a question's re-scoring reads (scores_of): the ranked terms, then further words
+    # and prefixes that are not very common (selecting or dropped), and their note counts.
+    scored: list[Term]
+    scored_notes: list[int]
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,19 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
         ranked.append(term)
         ranked_notes.append(df)
         budget += df
+    scored, scored_notes = list(ranked), list(ranked_notes)
+    # The re-scoring's further terms, rarest first: those the window left out and those
+    # past the term bound (read for the re-scored notes only; a phrase's reading costs its
+    # words' occurrences, not its notes', so phrases are left to the window).
+    spent = 0
+    for df, _place, term in by_rarity:
+        if term in ranked or term.phrase or not df or (common_at is not None and df > common_at):
+            continue
+        if spent + df > ranking.RESCORE_NOTES:
+            break
+        scored.append(term)
+        scored_notes.append(df)
+        spent += df
     return Plan(
         selecting=[t for _df, t in selecting],
         ranked=ranked,
@@ -106,6 +128,8 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
         dropped=dropped,
         exact=len(ranked) == len(selecting) and budget <= ranking.RANK_WINDOW,
         over=budget > ranking.RANK_WINDOW,
+        scored=scored,
+        scored_notes=scored_notes,
     )
 
 
@@ -126,19 +150,6 @@ def search(
     any_match = _scoped(to_match(p.selecting, op="OR"), scoped)
     matched = _count(index, any_match, ranking.COUNT_CAP)
     ranked_match = _scoped(to_match(p.ranked, op="OR", weighted=True), scoped)
-    # FTS5's bm25, in C, over the window: the ranking of a keyword or two (the title and path
-    # tiers order them first), of one term alone in more notes than the window (over its
-    # newest notes), and a question's first cut.
-    rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
-    scored: dict[int, float] = {
-        int(r[0]): float(r[1])
-        for r in index.query(
-            f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (ranked_match, window),
-        )
-    }
-    if not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
-        scored = _rescored(index, p, scored, read)
     # Notes holding every selecting term, and the title and path tiers: each a bounded list
     # of the newest such notes (an AND is answered by FTS5 without reading every match).
     every: set[int] = set()
@@ -149,6 +160,20 @@ def search(
         expr = _scoped(to_match(p.selecting, (column,)), scoped)
         for note_id in _ids(index, "tfts", expr, window + limit):
             tiers[note_id] = tiers.get(note_id, 0) + 1
+    # FTS5's bm25, in C, over the window: the ranking of a keyword or two (the title and path
+    # tiers order them first), of one term alone in more notes than the window (over its
+    # newest notes), and a question's first cut.
+    rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
+    if not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
+        scored = _rescored(index, p, ranked_match, rank, every | set(tiers), limit, read)
+    else:
+        scored = {
+            int(r[0]): float(r[1])
+            for r in index.query(
+                f"SELECT rowid, {rank} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (ranked_match, window),
+            )
+        }
     candidates = set(scored) | every | set(tiers)
     single = len(p.selecting) == 1
 
@@ -169,44 +194,65 @@ def search(
     )
 
 
-def _rescored(index: NoteIndex, p: Plan, bm25: dict[int, float], read: Reader) -> dict[int, float]:
+def _rescored(
+    index: NoteIndex,
+    p: Plan,
+    match: str,
+    rank: str,
+    tiered: set[int],
+    limit: int,
+    read: Reader,
+) -> dict[int, float]:
     """A question's scores (SQLite's sign: lower is better): bm25's best
-    :data:`~fsnotes.notes.index.ranking.RESCORE_DEPTH` re-scored by :func:`scores_of`, the
-    others after them in bm25's order (each at most half the worst re-scored score)."""
-    order = sorted(bm25, key=lambda n: (bm25[n], -n))
-    top = order[: ranking.RESCORE_DEPTH]
+    :data:`~fsnotes.notes.index.ranking.RESCORE_DEPTH` (at least ``limit``) of the window
+    (``match``, which the whole window fits: the plan is not ``over``), chosen by SQLite's
+    sorter so that only they leave C, re-scored by :func:`scores_of`. The notes of the
+    tiers (``tiered``: they hold every selecting term, so every ranked one too, and are in
+    the window) below the cut score 0, after every re-scored note (the tiers order them
+    first, then the newest)."""
+    top = [
+        int(r[0])
+        for r in index.query(
+            f"SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY {rank}, rowid DESC LIMIT ?",
+            (match, max(ranking.RESCORE_DEPTH, limit)),
+        )
+    ]
     relevance = scores_of(index, p, set(top), read)
     out = {n: -relevance.get(n, 0.0) for n in top}
-    rest = order[ranking.RESCORE_DEPTH :]
-    if rest:
-        floor = max(out.values(), default=0.0)  # the worst re-scored (negative or 0)
-        best = bm25[rest[0]]
-        for n in rest:
-            out[n] = floor * 0.5 * (bm25[n] / best if best < 0 else 1.0)
+    for n in tiered:
+        out.setdefault(n, 0.0)
     return out
 
 
 def scores_of(index: NoteIndex, p: Plan, within: set[int], read: Reader) -> dict[int, float]:
     """The ranking score (higher is better) of the notes ``within`` (each holds a ranked
-    term): BM25F over the ranked terms, then, for a question of several terms, RM3
-    feedback re-weighting (fsnotes/notes/index/ranking.py). The statistics come from
-    fsnotes/notes/index/termstats.py; the work is bounded by the ranked terms' notes (at
-    most RANK_WINDOW) plus at most FEEDBACK_CANDIDATES bounded reads."""
+    term): BM25F over the plan's scored terms (the ranked ones and the further ones of
+    :func:`plan`), then, for a question of several terms, RM3 feedback re-weighting
+    (fsnotes/notes/index/ranking.py). The statistics come from
+    fsnotes/notes/index/termstats.py; the work is bounded by the scored terms' notes (at
+    most RANK_WINDOW + RESCORE_NOTES) plus at most FEEDBACK_CANDIDATES bounded reads."""
     if not within:
         return {}
     total, averages = termstats.averages(index)
     lengths = termstats.lengths(index, within)
     stems: dict[str, ranking.TermStats] = {}
     stats: list[ranking.TermStats] = []
-    for term, notes in zip(p.ranked, p.ranked_notes, strict=True):
-        words = termstats.tokens(term.text)
-        one = ranking.TermStats(
-            notes,
-            float(term.repeats),
-            termstats.frequencies(index, term.fts(), words, term.prefix, within),
-        )
+    tokens = [termstats.tokens(term.text) for term in p.scored]
+    # The plain words' rows in one statement (a statement per word cost more than its rows
+    # on a long question: 31 ms against 10 for 124 words on CISI).
+    plain = termstats.word_frequencies(
+        index,
+        [words[0] for term, words in zip(p.scored, tokens, strict=True) if _plain(term, words)],
+        within,
+    )
+    for term, notes, words in zip(p.scored, p.scored_notes, tokens, strict=True):
+        if _plain(term, words):
+            freqs = plain.get(words[0], [])
+        else:
+            freqs = termstats.frequencies(index, term.fts(), words, term.prefix, within)
+        one = ranking.TermStats(notes, float(term.repeats), freqs)
         stats.append(one)
-        if len(words) == 1 and not term.prefix:
+        if _plain(term, words):
             stems[words[0]] = one
     first = ranking.bm25f(stats, total, lengths, averages)
     # Feedback needs FEEDBACK_NOTES notes to learn from (two notes' shared words are noise).
@@ -252,6 +298,11 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int], read: Reader) -> dict
         averages,
     )
     return {n: (1.0 - share) * s / asked + extra.get(n, 0.0) for n, s in first.items()}
+
+
+def _plain(term: Term, words: Sequence[str]) -> bool:
+    """Whether ``term`` is one word (one token, not a prefix)."""
+    return len(words) == 1 and not term.prefix
 
 
 def _ids(index: NoteIndex, table: str, match: str, limit: int) -> set[int]:

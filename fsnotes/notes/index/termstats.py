@@ -40,6 +40,9 @@ _INSTANCE = "temp.fts_instance"
 # Notes per IN-list when reading lengths (SQLite's bound on parameters is far above it;
 # a list this long is one statement per few hundred notes).
 _IDS_PER_STATEMENT = 500
+# Words per statement when reading several words' rows at once (a query holds at most a few
+# hundred words; SQLite's bound on parameters is 32,766).
+_WORDS_PER_STATEMENT = 500
 
 Freqs = list[tuple[int, int, int]]  # (note id, text column index, occurrences)
 
@@ -153,6 +156,33 @@ def frequencies(
         ):
             if int(doc) in within:
                 out.append((int(doc), at, 1))
+    return out
+
+
+def word_frequencies(index: NoteIndex, words: Sequence[str], within: set[int]) -> dict[str, Freqs]:
+    """:func:`frequencies` of each of these tokens (plain words: neither phrases nor
+    prefixes) in the notes of ``within``, read in one statement per
+    :data:`_WORDS_PER_STATEMENT` words: the cost is still each word's occurrences in the
+    whole index, without a statement's own cost (its parameters, the IN lists) per word."""
+    wanted = sorted(set(words))
+    if not wanted or not within:
+        return {}
+    _ensure_vocab(index)
+    among = sorted(within) if len(within) <= _IDS_PER_STATEMENT else []
+    out: dict[str, Freqs] = {}
+    for start in range(0, len(wanted), _WORDS_PER_STATEMENT):
+        part = wanted[start : start + _WORDS_PER_STATEMENT]
+        where = f"term IN ({', '.join('?' * len(part))})"
+        if among:
+            where += f" AND doc IN ({', '.join('?' * len(among))})"
+        for term, doc, col, count in index.query(
+            f"SELECT term, doc, col, count(*) FROM {_INSTANCE} WHERE {where} "
+            "GROUP BY term, doc, col",
+            [*part, *among],
+        ):
+            at = COLUMN_AT.get(col)
+            if at is not None and int(doc) in within:
+                out.setdefault(str(term), []).append((int(doc), at, int(count)))
     return out
 
 

@@ -352,7 +352,8 @@ class NotesSearchResult(BaseModel):
     )
     dropped: list[str] = Field(
         description="Terms not searched: the query had more than 32, and these were the "
-        "least distinctive (found in the most notes)."
+        "least distinctive (found in the most notes). No note matches by them alone; they "
+        "still help order a question's best matches."
     )
     common: list[str] = Field(
         description="Terms found in so many notes that they neither select nor rank notes."

@@ -14,7 +14,7 @@ import pytest
 
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
-from fsnotes.notes.index import ranking
+from fsnotes.notes.index import ranking, search
 from fsnotes.notes.text.query import MAX_QUERY_TERMS
 from fsnotes.notes.tools.models import NotesSearchResult
 
@@ -116,6 +116,68 @@ def test_notes_holding_every_term_rank_first_then_title_matches(make: Make) -> N
     assert [r.allTerms for r in found.results] == [True, False, False]
     scores = [r.score for r in found.results]
     assert scores == sorted(scores, reverse=True)
+
+
+FILLERS = {f"filler{i}.md": f"# Filler {i}\n\nnothing to see\n" for i in range(6)}
+
+
+# A question's best notes are re-scored over more of its terms than select them or than the
+# bm25 window reads (fsnotes/notes/index/search.py): a term past the bound, or one the window
+# leaves out, still orders them. In each vault bm25 on the first cut's words alone puts b.md
+# first (shorter, or as long and newer), and a.md holds the term that cut does not read
+# (more often).
+def test_a_term_past_the_bound_orders_a_questions_best_notes(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "MAX_QUERY_TERMS", 3)
+    server = make(
+        {
+            "a.md": "# First\n\nalpha beta gamma shed words\n",
+            "b.md": "# Second\n\nalpha beta gamma roof\n",
+            "c.md": "# Third\n\na shed\n",
+            "d.md": "# Fourth\n\nthe shed\n",
+            **FILLERS,
+        }
+    )
+    found = ask(server, "alpha beta gamma shed")
+    assert found.dropped == ["shed"]  # in the most notes: not searched, no note matches by it
+    assert found.total == 2
+    assert paths(found) == ["a.md", "b.md"]  # but it still orders the matches
+
+
+def test_a_term_the_ranking_window_leaves_out_orders_a_questions_best_notes(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ranking, "RANK_WINDOW", 6)  # alpha, beta, gamma (2 notes each)
+    server = make(
+        {
+            "a.md": "# First\n\nalpha beta gamma delta delta\n",
+            "b.md": "# Second\n\nalpha beta gamma delta words\n",  # as long: a tie without delta
+            "c.md": "# Third\n\na delta\n",
+            **FILLERS,
+        }
+    )
+    found = ask(server, "alpha beta gamma delta")
+    assert found.total == 3  # c.md matches (by delta) but is outside the window
+    assert paths(found) == ["a.md", "b.md"]  # delta twice ranks a first
+
+
+def test_notes_holding_every_term_below_the_first_cut_still_come_first(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ranking, "RESCORE_DEPTH", 1)
+    server = make(
+        {
+            "a.md": "# First\n\nalpha alpha alpha alpha\n",
+            "b.md": "# Second\n\nalpha beta gamma, and some more words to make it long\n",
+            "c.md": "# Third\n\nalpha alpha beta beta\n",
+        }
+    )
+    found = ask(server, "alpha beta gamma", 1)  # the cut: the one best by bm25, a or c
+    assert paths(found) == ["b.md"] and found.results[0].allTerms
+    assert found.total == 3
+    found = ask(server, "alpha beta gamma", 3)  # the cut is never below the page
+    assert paths(found)[0] == "b.md" and sorted(paths(found)) == ["a.md", "b.md", "c.md"]
 
 
 @pytest.mark.parametrize(

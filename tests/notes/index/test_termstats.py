@@ -96,6 +96,19 @@ def test_frequencies_of_words_phrases_and_prefixes_equal_a_count(
     assert {r[0] for r in termstats.frequencies(index, '"copper"', words, False, some)} <= some
 
 
+def test_several_words_read_at_once_equal_a_count(server: Server, vault: Path) -> None:
+    index = indexed(server, vault)
+    cols = columns(server, index)
+    everyone = set(cols)
+    words = [termstats.tokens(w)[0] for w in ("kettle", "copper", "planned", "shed", "zebra")]
+    for within in (everyone, {min(everyone)}):
+        found = termstats.word_frequencies(index, [*words, words[0]], within)
+        for word in words:
+            expected = {r for r in oracle(cols, [word], False) if r[0] in within}
+            assert set(found.get(word, [])) == expected, word
+    assert termstats.word_frequencies(index, [], everyone) == {}
+
+
 def test_lengths_and_averages_equal_the_token_counts(server: Server, vault: Path) -> None:
     index = indexed(server, vault)
     cols = columns(server, index)
