@@ -122,6 +122,10 @@ def summary(
         "no_result": empty,
         "questions": questions,
         "errors": errors,
+        # Each judged question's nDCG@10 (the JSON only), for split-half and sign checks.
+        "ndcg_by_question": {
+            q: round(m["ndcg"], 4) for q, m in zip(sorted(qrels), judged, strict=True)
+        },
     }
 
 

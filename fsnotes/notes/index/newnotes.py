@@ -136,7 +136,7 @@ def side_rows(
         "body": meta.body,
         "path": path_words,
         "title": meta.title,
-        "headings": "\n".join(meta.all_headings),
+        "headings": "\n".join(_headings(meta.all_headings, meta.title)),
         "tags": " ".join(meta.tags),
         "front": front_text(meta.frontmatter),
         "scope": scope,
@@ -148,6 +148,16 @@ def side_rows(
         "fts": [(note_id, *(columns[c] for c in FTS_COLUMNS))],
         "tfts": [(note_id, meta.title, path_words, scope)],
     }
+
+
+def _headings(headings: Sequence[str], title: str) -> list[str]:
+    """The headings column: every heading but the one that is the title (a note's first
+    level-1 heading usually is), whose words the title column holds already; counted twice,
+    a title's words outweighed the body's."""
+    out = list(headings)
+    if title in out:
+        out.remove(title)
+    return out
 
 
 def _link_rows(

@@ -29,7 +29,8 @@ from sandbox.uri import Components
 # 8: the text kept once, compressed, in ``texts`` (external-content FTS tables); incremental
 #    auto-vacuum
 # 9: no text kept (contentless FTS tables, SQLite 3.43+); no prefix index
-SCHEMA_VERSION = 9
+# 10: the headings column leaves out the heading that is the title
+SCHEMA_VERSION = 10
 
 SEP = "\x01"  # joins components in row keys (see the module docstring)
 

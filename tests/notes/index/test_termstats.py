@@ -148,3 +148,27 @@ def test_counts_in_one_round_trip_equal_counting_each_texts_tokens() -> None:
     assert got == [Counter(termstats.tokens(t)) for t in texts]
     assert got[3]["cafe"] == 3 and got[3]["plan"] == 2
     assert termstats.counts(texts[:1]) == got[:1]  # nothing kept from the call before
+
+
+def test_the_heading_that_is_the_title_is_counted_once_as_the_title(
+    server: Server, vault: Path
+) -> None:
+    """The title column holds a note's title; the headings column the other headings (a
+    title counted again as a heading outweighed the body: CISI, docs/search.md)."""
+    (vault / "h1.md").write_text("# Copper kettle\n\n## Lid\n\nboils\n", encoding="utf-8")
+    (vault / "front.md").write_text(
+        "---\ntitle: Spout\n---\n# Copper kettle\n\n## Spout\n\nboils\n", encoding="utf-8"
+    )
+    index = indexed(server, vault)
+    index.query("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vi USING fts5vocab(main, fts, instance)")
+    ids = {str(k): int(n) for n, k in index.query("SELECT id, key FROM notes")}
+
+    def words(key: str, column: str) -> set[str]:
+        rows = index.query("SELECT term FROM temp.vi WHERE doc = ? AND col = ?", (ids[key], column))
+        return {str(r[0]) for r in rows}
+
+    assert words("h1.md", "title") == {"copper", "kettl"}
+    assert words("h1.md", "headings") == {"lid"}
+    assert words("front.md", "title") == {"spout"}
+    assert words("front.md", "headings") == {"copper", "kettl"}  # the H1 is not its title
+    assert {"copper", "kettl", "lid"} <= words("h1.md", "body")  # the text itself, whole
