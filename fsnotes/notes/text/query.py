@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 MAX_QUERY_TERMS = 32
 # ``ab*`` would expand to a large share of the vocabulary (240 ms for "ka*" at 100k notes,
 # against 8 ms for "kal*", measured with a three-letter prefix index; the index has none
-# now, and "kalo*" costs what it did, 22 ms: docs/search.md).
+# now: "kal*" 44 ms, "kalo*" 22 ms, docs/search.md).
 MIN_PREFIX_CHARS = 3
 # A term typed several times weighs that many times in the ranking (a question names its
 # subject more than once: on the CISI questions, nDCG@10 0.31 -> 0.38), up to this many:
