@@ -216,11 +216,14 @@ def oracle(
         return any(term_matches(term, toks, tokenize) for toks in columns[path].values())
 
     df = [sum(holds(path, t) for path in columns) for t in distinct]
-    order = sorted(range(len(distinct)), key=lambda i: (df[i] == 0, df[i], i))
-    kept = order[:max_terms]
-    dropped = [distinct[i].text() for i in sorted(order[max_terms:])]
     n = len(columns)
     bound = None if n < common_min_notes else min(int(n * ranking.COMMON_SHARE), 10_000)
+    # Notes are counted up to one past the very-common bound (search.plan: a common word
+    # costs at most that many rowids), so terms past it tie, and keep the order typed.
+    weighed = [d if bound is None else min(d, bound + 1) for d in df]
+    order = sorted(range(len(distinct)), key=lambda i: (df[i] == 0, weighed[i], i))
+    kept = order[:max_terms]
+    dropped = [distinct[i].text() for i in sorted(order[max_terms:])]
     common = [i for i in kept if bound is not None and df[i] > bound]
     selecting = [i for i in kept if i not in common] or kept
     if len(selecting) == len(kept):
