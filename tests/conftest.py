@@ -9,6 +9,8 @@ the SQLite default).
 
 from __future__ import annotations
 
+import os
+import resource
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +122,28 @@ def backend(backend_dsn: str | None, tmp_path: Path) -> Iterator[Any]:
     shared = SharedState.open(state_dir, backend_dsn)
     yield shared
     shared.close()
+
+
+# --- many open descriptors ----------------------------------------------------------------
+
+# Descriptors held open so the connection's socket gets a number past select()'s FD_SETSIZE.
+FILLER = 1100
+
+
+@pytest.fixture
+def many_descriptors() -> Iterator[None]:
+    """This process holds FILLER more descriptors while the test runs, so the next it opens
+    are numbered past 1023 (select()'s limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = FILLER + 256
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.skip(f"SKIPPED: RLIMIT_NOFILE hard limit {hard} is below {want}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(FILLER)]
+    try:
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -219,8 +219,11 @@ def _check(conn: psycopg.Connection[Any]) -> None:
     """
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable:
+    # poll(), not select(): select() refuses a descriptor of 1024 or more, which a server
+    # holding many sockets and files reaches (tests/state/test_postgres_descriptors.py).
+    waiting = select.poll()
+    waiting.register(conn.fileno(), select.POLLIN)
+    if waiting.poll(0):
         psycopg_pool.ConnectionPool.check_connection(conn)
 
 

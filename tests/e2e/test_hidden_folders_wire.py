@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import select
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from e2e.index_wire import assert_no_sqlite_text, found, listed, ok, search, wait_complete, wait_for
-from e2e.wire import Wire, meta
+from e2e.wire import Wire, meta, readable
 from sandbox.uri import MAX_DEPTH
 
 # A real repository's object store is thousands of files; whether the server would refuse
@@ -71,7 +70,7 @@ class OpenSpy:
     def seen(self) -> list[str]:
         """What was opened or listed since the last call (directory, entry name)."""
         out: list[str] = []
-        while select.select([self.fd], [], [], 0)[0]:
+        while readable(self.fd, 0):
             data = os.read(self.fd, 65536)
             pos = 0
             while pos < len(data):

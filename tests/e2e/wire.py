@@ -27,6 +27,16 @@ def meta(caps: dict[str, Any] | None = None, version: str = MODERN) -> dict[str,
     }
 
 
+def readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has something to read (or its end) within ``timeout`` seconds. poll(),
+    not select(): select() refuses a descriptor of 1024 or more, which the test process
+    reaches after many in-process servers (their state files are closed when the servers
+    are collected), and a wire test then failed with "filedescriptor out of range"."""
+    waiting = select.poll()
+    waiting.register(fd, select.POLLIN)
+    return bool(waiting.poll(max(0.0, timeout) * 1000))
+
+
 class Wire:
     def __init__(
         self, workspace: Path, state_dir: Path, *extra: str, launcher: list[str] | None = None
@@ -80,8 +90,7 @@ class Wire:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
+            if not readable(fd, left):
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -123,8 +132,7 @@ class Wire:
         deadline = time.monotonic() + timeout
         while text.encode() not in self._err:
             left = deadline - time.monotonic()
-            ready, _, _ = select.select([fd], [], [], max(0.0, left))
-            if not ready:
+            if not readable(fd, left):
                 raise AssertionError(f"{text!r} did not appear on stderr: {self._err[-2000:]!r}")
             chunk = os.read(fd, 65536)
             if not chunk:
