@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from e2e.wire import readable
 
 from sandbox.jail import landlock_abi
 
@@ -78,8 +78,7 @@ class Stdio:
         deadline = time.monotonic() + REPLY_TIMEOUT_S
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], deadline - time.monotonic())
-            if not ready:
+            if not readable(self.proc.stdout.fileno(), deadline - time.monotonic()):
                 break
             line = self.proc.stdout.readline()
             assert line, f"server exited ({self.proc.poll()}) before answering {method}"

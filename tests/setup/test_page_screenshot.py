@@ -16,7 +16,6 @@ import base64
 import fcntl
 import json
 import os
-import select
 import shutil
 import struct
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.wire import readable
 
 from fsnotes.security.grants import Access
 from fsnotes.setup.page import PageFacts, default_facts
@@ -193,8 +193,7 @@ class DevTools:
         while b"\0" not in self._buffer:
             left = deadline - time.monotonic()
             assert left > 0, "Chromium did not answer in time"
-            ready, _, _ = select.select([self._from_chrome], [], [], left)
-            if ready:
+            if readable(self._from_chrome, left):
                 chunk = os.read(self._from_chrome, 65536)
                 assert chunk, "Chromium closed the DevTools pipe"
                 self._buffer += chunk
