@@ -8,8 +8,10 @@ row of every table, the full-text index term by term, and search answers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -292,3 +294,47 @@ def test_the_index_keeps_the_words_not_the_text_and_a_replaced_notes_words_leave
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     finally:
         conn.close()
+
+
+def test_a_build_hands_the_interpreter_lock_over_quickly_and_puts_the_setting_back(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a build's reader and writer run, the switch interval is the build's (so the
+    writer gets the lock back soon after each SQLite statement); afterwards it is what it
+    was, and a build ended by an error puts it back too."""
+    catalog = _catalog(servers[0])
+    before = sys.getswitchinterval()
+    assert before > scan.BUILD_SWITCH_INTERVAL_S
+    seen: list[float] = []
+    upsert = indexmod.NoteIndex.upsert
+
+    def watching(self: indexmod.NoteIndex, *args: Any, **kwargs: Any) -> int:
+        seen.append(sys.getswitchinterval())
+        return upsert(self, *args, **kwargs)
+
+    monkeypatch.setattr(indexmod.NoteIndex, "upsert", watching)
+    assert catalog.rescan() is not None
+    assert seen and set(seen) == {scan.BUILD_SWITCH_INTERVAL_S}
+    assert sys.getswitchinterval() == before
+
+    def failing(self: indexmod.NoteIndex, *args: Any, **kwargs: Any) -> int:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(indexmod.NoteIndex, "upsert", failing)
+    with pytest.raises(RuntimeError):
+        catalog.index.recreate()
+        catalog.scanner.scan()
+    assert sys.getswitchinterval() == before
+
+
+def test_builds_at_once_share_the_switch_interval_and_the_last_puts_it_back() -> None:
+    before = sys.getswitchinterval()
+    first = scan._quick_switching()
+    second = scan._quick_switching()
+    first.__enter__()
+    second.__enter__()
+    assert sys.getswitchinterval() == scan.BUILD_SWITCH_INTERVAL_S
+    first.__exit__(None, None, None)
+    assert sys.getswitchinterval() == scan.BUILD_SWITCH_INTERVAL_S  # the other still runs
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before
