@@ -267,17 +267,22 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int], read: Reader) -> dict
     common_at = ranking.common_bound(total)
     if common_at is not None:
         bound = min(bound, common_at)
-    chosen: list[tuple[float, ranking.TermStats]] = []
+    picked: list[tuple[str, float, ranking.TermStats | int]] = []  # stats, or notes holding it
     for word, weight in model[: ranking.FEEDBACK_CANDIDATES]:
-        if len(chosen) == ranking.FEEDBACK_TERMS:
+        if len(picked) == ranking.FEEDBACK_TERMS:
             break
         known = stems.get(word)
-        if known is not None:
-            chosen.append((weight, known))
-            continue
-        found = termstats.bounded(index, word, bound, rerank)
+        found = known if known is not None else termstats.held(index, word, bound)
         if found is not None:
-            chosen.append((weight, ranking.TermStats(found[0], 1.0, found[1])))
+            picked.append((word, weight, found))
+    # The new words' rows in the re-ranked notes, in one statement (as the typed words').
+    lent_rows = termstats.word_frequencies(
+        index, [w for w, _weight, f in picked if isinstance(f, int)], set(rerank)
+    )
+    chosen = [
+        (weight, ranking.TermStats(f, 1.0, lent_rows.get(w, [])) if isinstance(f, int) else f)
+        for w, weight, f in picked
+    ]
     if not chosen:
         return first
     # RM3's mixed query, (1 - share) of the typed terms' weight and share of the words

@@ -98,17 +98,20 @@ def _tokenize(text: str) -> list[str]:
 
 def counts(texts: Sequence[str]) -> list[Counter[str]]:
     """How many times each token of the index's tokenizer is in each of ``texts``, in one
-    round trip (counted inside SQLite, not a row per token)."""
+    round trip: the (text, token) rows fetched at once and counted by ``Counter`` in C
+    (SQLite's GROUP BY over the vocabulary sorts them first: 4.6 ms against 3.6 for a
+    question's five feedback notes at 100k)."""
     if not texts:
         return []
     conn = _tokenizer()
     conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(texts)))
-    out: list[Counter[str]] = [Counter() for _ in texts]
     try:
-        for doc, term, n in conn.execute("SELECT doc, term, count(*) FROM tv GROUP BY doc, term"):
-            out[int(doc)][str(term)] = int(n)
+        pairs: list[tuple[int, str]] = conn.execute("SELECT doc, term FROM tv").fetchall()
     finally:
         conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
+    out: list[Counter[str]] = [Counter() for _ in texts]
+    for (doc, term), n in Counter(pairs).items():
+        out[doc][term] = n
     return out
 
 
@@ -250,24 +253,19 @@ def texts(index: NoteIndex, ids: Sequence[int], read: Reader) -> dict[int, Count
     return dict(zip(read_ids, counts(read_texts), strict=True))
 
 
-def bounded(
-    index: NoteIndex, word: str, notes: int, among: Sequence[int]
-) -> tuple[int, Freqs] | None:
-    """(notes holding the token ``word``, its (note, column, count) rows in the notes
-    ``among``), or None when more than ``notes`` notes hold it, or when it cannot be
-    counted cheaply. It is counted by an FTS5 match of the word, which reads at most
-    ``notes`` + 1 rowids (a quarter of a microsecond each): so only a token the tokenizer
-    maps to itself (most stems; "relev" stays "relev") is looked at, the others skipped."""
+def held(index: NoteIndex, word: str, notes: int) -> int | None:
+    """How many notes hold the token ``word``, or None when more than ``notes`` do, none
+    does, or it cannot be counted cheaply. It is counted by an FTS5 match of the word, which
+    reads at most ``notes`` + 1 rowids (a quarter of a microsecond each): so only a token the
+    tokenizer maps to itself (most stems; "relev" stays "relev") is looked at, the others
+    skipped. Its rows are then read with other such words by :func:`word_frequencies`."""
     if tokens(word) != [word]:
         return None
     quoted = '"' + word.replace('"', '""') + '"'
-    held = int(
+    count = int(
         index.query(
             "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
             (quoted, notes + 1),
         )[0][0]
     )
-    if held > notes or not held:
-        return None
-    _ensure_vocab(index)
-    return held, _rows(index, word, False, True, among)
+    return None if count > notes or not count else count

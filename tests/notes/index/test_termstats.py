@@ -128,12 +128,11 @@ def test_a_feedback_word_in_too_many_notes_is_not_read(server: Server, vault: Pa
     among = sorted(cols)
     [copper] = termstats.tokens("copper")
     held = {n for n, per in cols.items() if any(copper in t for t in per)}
-    found = termstats.bounded(index, copper, len(held), among)
-    assert found is not None
-    notes, rows = found
-    assert notes == len(held)
+    assert termstats.held(index, copper, len(held)) == len(held)
+    rows = termstats.word_frequencies(index, [copper], set(among))[copper]
     assert set(rows) == oracle(cols, [copper], False)
-    assert termstats.bounded(index, copper, len(held) - 1, among) is None
+    assert termstats.held(index, copper, len(held) - 1) is None
+    assert termstats.held(index, "nosuchwordanywhere", len(cols)) is None
 
 
 def test_counts_in_one_round_trip_equal_counting_each_texts_tokens() -> None:
