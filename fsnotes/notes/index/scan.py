@@ -382,7 +382,7 @@ def _quick_switching() -> Iterator[None]:
     build's pipeline runs (it is one setting for the whole process: builds of several
     workspaces at once share it, and the last to end puts back what was there before).
     Other threads (the event loop's, a request's) get the lock sooner too; the cost is more
-    switches, a fraction of a percent of CPU."""
+    switches (a build's CPU time was the same within its runs' noise)."""
     global _switch_users, _switch_before
     with _switch_lock:
         if _switch_users == 0:
