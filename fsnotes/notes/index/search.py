@@ -267,19 +267,10 @@ def scores_of(index: NoteIndex, p: Plan, within: set[int], read: Reader) -> dict
     common_at = ranking.common_bound(total)
     if common_at is not None:
         bound = min(bound, common_at)
-    # The typed words already counted past the very-common bound (which is at least
-    # ``bound``): a lent word among them would be counted again only to be refused.
-    too_common: set[str] = set()
-    for common in p.common:
-        common_words = termstats.tokens(common.text)
-        if _plain(common, common_words):
-            too_common.add(common_words[0])
     picked: list[tuple[str, float, ranking.TermStats | int]] = []  # stats, or notes holding it
     for word, weight in model[: ranking.FEEDBACK_CANDIDATES]:
         if len(picked) == ranking.FEEDBACK_TERMS:
             break
-        if word in too_common:
-            continue
         known = stems.get(word)
         found = known if known is not None else termstats.held(index, word, bound)
         if found is not None:

@@ -321,8 +321,8 @@ def test_a_build_hands_the_interpreter_lock_over_quickly_and_puts_the_setting_ba
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(indexmod.NoteIndex, "upsert", failing)
+    catalog.index.recreate()
     with pytest.raises(RuntimeError):
-        catalog.index.recreate()
         catalog.scanner.scan()
     assert sys.getswitchinterval() == before
 
