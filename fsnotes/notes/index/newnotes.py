@@ -6,6 +6,7 @@ tables themselves are :mod:`fsnotes.notes.index.schema`'s; the writes are
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -42,38 +43,65 @@ SIDE_INSERTS = {
 }
 
 
-def _from_json(insert: str, width: int, id_at: int) -> str:
-    """``insert`` (``INSERT ... INTO t(columns)``) taking its rows from the JSON array of
-    arrays ``:rows``, whose column ``id_at`` holds the note's place in its batch (1, 2, ...)
-    and gets ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds
-    have had JSON1 compiled in by default for years)."""
+def _from_json(insert: str, width: int, id_at: int) -> tuple[str, str]:
+    """``insert`` (``INSERT ... INTO t(columns)``) and the ``SELECT`` that takes its rows
+    from one JSON array of arrays, ``:rows{at}`` (``{at}`` left for :func:`bulk_insert` to
+    fill), whose column ``id_at`` holds the note's place in its batch (1, 2, ...) and gets
+    ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds have had JSON1
+    compiled in by default for years)."""
     cells = [
         f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
     ]
-    values = ", ".join(cells)
-    return f"{insert} SELECT {values} FROM json_each(:rows)"
+    return insert, f"SELECT {', '.join(cells)} FROM json_each(:rows{{at}})"
 
 
-BULK_INSERTS = {
+_BULK = {
     "notes": _from_json(f"INSERT INTO notes(id, {NOTE_COLUMNS})", 15, 0),
     "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
     "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
     "front": _from_json("INSERT INTO front(key, value, note)", 3, 2),
-    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
     "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
+    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
 }
+# The order a batch's tables are written in: one statement per table, the full-text tables
+# last and the main one at the very end. Why: SQLite opens a statement savepoint for every
+# statement that writes several rows inside a transaction, and at every savepoint FTS5
+# writes out the words it holds in memory as a new segment. With a statement per JSON
+# array and the other tables' statements between them, a batch made some ten small
+# segments in each full-text table, which the crisis merges and the final merge then read
+# and wrote again; now each gets one segment per batch (at the commit, or at the main
+# table's statement for the tier table). Measured at 100k notes (2 cores, runs alternated):
+# a build took 30-33 s wall and 41-45 s CPU before, 21 s and 33 s after; peak RSS 128 MiB
+# before, 136 MiB after (a batch's words wait in memory until its commit).
+WRITE_ORDER = tuple(_BULK)
+# JSON arrays per statement (SQLite's bound on a compound SELECT's terms is 500): a batch of
+# BATCH notes has BATCH / NOTES_PER_ARRAY of them per table.
+ARRAYS_PER_STATEMENT = 100
+
+
+@functools.lru_cache(maxsize=64)
+def bulk_insert(table: str, arrays: int) -> str:
+    """The statement that writes ``arrays`` JSON arrays of rows (bound as ``:rows0``,
+    ``:rows1``, ..., with ``:base``, see :func:`_from_json`) into ``table``: the arrays'
+    ``SELECT`` joined by ``UNION ALL``."""
+    if not 1 <= arrays <= ARRAYS_PER_STATEMENT:
+        raise ValueError(f"{arrays} arrays in one statement (1 to {ARRAYS_PER_STATEMENT})")
+    insert, select = _BULK[table]
+    return f"{insert} " + " UNION ALL ".join(select.format(at=at) for at in range(arrays))
 
 
 # Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
-# the batch's megabytes in one. Measured at 100k notes: a build's peak RSS 145 MiB with one
-# array per table and batch, 130 MiB with these (likely the allocator: megabyte strings
-# made in the reader thread and freed in the writer's).
-NOTES_PER_STATEMENT = 100
+# the batch's megabytes in one (a table's arrays are still bound to one statement).
+# Measured at 100k notes: a build's peak RSS 145 MiB with one array per table and batch,
+# 130 MiB with these (likely the allocator: megabyte strings made in the reader thread and
+# freed in the writer's).
+NOTES_PER_ARRAY = 100
 
 
 class NewNotes:
     """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
-    table's rows as one JSON array, ids counted from 1 within the batch (the writer adds
+    table's rows as JSON arrays (of :data:`NOTES_PER_ARRAY` notes each, by table in
+    :data:`WRITE_ORDER`), ids counted from 1 within the batch (the writer adds
     the index's largest id). Once the rows are made the documents are let go (they would
     double the memory a batch takes): ``docs`` is kept only when ``payloads`` is None, a
     batch to write row by row (SQLite's JSON functions end a string at a NUL)."""
@@ -83,7 +111,7 @@ class NewNotes:
     def __init__(
         self,
         parts: list[Components],
-        payloads: list[tuple[str, str]] | None,
+        payloads: dict[str, list[str]] | None,
         docs: Sequence[Document] = (),
     ) -> None:
         self.parts = parts
@@ -92,21 +120,21 @@ class NewNotes:
 
     @classmethod
     def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
-        payloads: list[tuple[str, str]] = []
-        for start in range(0, len(docs), NOTES_PER_STATEMENT):
+        payloads: dict[str, list[str]] = {table: [] for table in WRITE_ORDER}
+        for start in range(0, len(docs), NOTES_PER_ARRAY):
             tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
             tables.update({table: [] for table in SIDE_INSERTS})
-            for place, doc in enumerate(docs[start : start + NOTES_PER_STATEMENT], start + 1):
+            for place, doc in enumerate(docs[start : start + NOTES_PER_ARRAY], start + 1):
                 tables["notes"].append((place, *note_row(doc)))
                 for table, rows in side_rows(place, doc, extensions).items():
                     tables[table].extend(rows)
             for table, rows in tables.items():
                 if rows:
-                    payloads.append((table, json.dumps(rows, ensure_ascii=False)))
+                    payloads[table].append(json.dumps(rows, ensure_ascii=False))
         parts = [doc.parts for doc in docs]
-        if any("\\u0000" in text for _table, text in payloads):
+        if any("\\u0000" in text for arrays in payloads.values() for text in arrays):
             return cls(parts, None, docs)
-        return cls(parts, payloads)
+        return cls(parts, {table: arrays for table, arrays in payloads.items() if arrays})
 
 
 def note_row(doc: Document) -> tuple[Any, ...]:

@@ -41,10 +41,11 @@ from fsnotes.notes.index.connections import (
 from fsnotes.notes.index.counts import MatchCounts
 from fsnotes.notes.index.db import sqlite
 from fsnotes.notes.index.newnotes import (
-    BULK_INSERTS,
+    ARRAYS_PER_STATEMENT,
     NOTE_INSERT,
     SIDE_INSERTS,
     NewNotes,
+    bulk_insert,
     note_row,
     side_rows,
 )
@@ -456,13 +457,15 @@ class NoteIndex(IndexReads):
     @staticmethod
     def _insert_many(tx: Tx, batch: NewNotes) -> bool:
         """The notes of ``batch`` (which the index does not hold), one statement per
-        table: each table's rows are bound as one JSON array and expanded by ``json_each``
-        inside SQLite. The rows are those of :meth:`_insert`, and the ids the ones SQLite
-        would pick there (one more than the largest, in order), so the index holds the
-        same. Why: SQLite's work (tokenising, the FTS5 segments, the b-trees) then runs
-        without Python's GIL, beside the scanner's reader thread, and a statement per row
-        costs Python time per row. Returns False, having written nothing, when the batch
-        cannot go this way, for the caller to write it row by row."""
+        table, in :data:`~fsnotes.notes.index.newnotes.WRITE_ORDER` (the full-text tables
+        last, so FTS5 writes one segment per batch): each table's rows are bound as JSON
+        arrays and expanded by ``json_each`` inside SQLite. The rows are those of
+        :meth:`_insert`, and the ids the ones SQLite would pick there (one more than the
+        largest, in order), so the index holds the same. Why: SQLite's work (tokenising,
+        the FTS5 segments, the b-trees) then runs without Python's GIL, beside the
+        scanner's reader thread, and a statement per row costs Python time per row.
+        Returns False, having written nothing, when the batch cannot go this way, for the
+        caller to write it row by row."""
         if batch.payloads is None:
             return False
         top = tx.conn.execute("SELECT max(id) FROM notes").fetchone()[0]
@@ -471,8 +474,11 @@ class NoteIndex(IndexReads):
             # Past the largest rowid (SQLite would pick ids at random from here; 2**63
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
-        for table, text in batch.payloads:
-            tx.conn.execute(BULK_INSERTS[table], {"rows": text, "base": base})
+        for table, arrays in batch.payloads.items():
+            for start in range(0, len(arrays), ARRAYS_PER_STATEMENT):
+                part = arrays[start : start + ARRAYS_PER_STATEMENT]
+                rows = {f"rows{at}": text for at, text in enumerate(part)}
+                tx.conn.execute(bulk_insert(table, len(part)), {**rows, "base": base})
         tx.delta += len(batch.parts)
         return True
 

@@ -105,12 +105,15 @@ def _dump(catalog: Catalog) -> dict[str, list[tuple[object, ...]]]:
 
 
 def _build_both(
-    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch, arrays: int | None = None
 ) -> tuple[Catalog, Catalog]:
     built, single = (_catalog(s) for s in servers)
     with monkeypatch.context() as m:
         m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings, however small
-        m.setattr(newnotes, "NOTES_PER_STATEMENT", 7)  # batches cut into several arrays
+        m.setattr(newnotes, "NOTES_PER_ARRAY", 7)  # batches cut into several arrays
+        if arrays is not None:  # a table's arrays in several statements
+            m.setattr(newnotes, "ARRAYS_PER_STATEMENT", arrays)
+            m.setattr(indexmod, "ARRAYS_PER_STATEMENT", arrays)
         report = built.rescan()
     assert report is not None and report.indexed == len(NOTES) + MANY
     with monkeypatch.context() as m:
@@ -131,6 +134,20 @@ def test_a_build_holds_the_same_rows_and_terms_as_note_by_note_writes(
     assert {"befor", "after", "nultag"} <= words, "the note with a NUL was not indexed whole"
     for table in want:
         assert got[table] == want[table], table
+
+
+def test_a_build_writing_a_tables_arrays_in_several_statements_holds_the_same_rows(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built, single = _build_both(servers, monkeypatch, arrays=4)  # six arrays: 4 + 2
+    assert _dump(built) == _dump(single)
+
+
+def test_a_bulk_statement_takes_one_to_the_bound_of_arrays() -> None:
+    assert newnotes.bulk_insert("tags", 2).count("json_each(:rows") == 2
+    for arrays in (0, newnotes.ARRAYS_PER_STATEMENT + 1):
+        with pytest.raises(ValueError, match="arrays in one statement"):
+            newnotes.bulk_insert("tags", arrays)
 
 
 def test_a_build_answers_searches_and_listings_as_note_by_note_writes(
@@ -168,6 +185,52 @@ def test_a_build_batch_with_a_nul_is_written_row_by_row(
     built, single = _build_both(servers, monkeypatch)
     assert True in calls and False in calls  # the many/ batch in bulk, the top level not
     assert _dump(built) == _dump(single)
+
+
+# FTS5's file format: a segment page's rowid in ``<table>_data`` holds the segment's id above
+# its page number (31 bits), tree height (5) and doclist-index flag (1); rows below hold
+# the averages (1) and the structure record (10).
+_SEGMENT_SHIFT = 31 + 5 + 1
+
+
+def _segments(path: Path, table: str) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(
+            conn.execute(
+                f"SELECT count(DISTINCT id >> {_SEGMENT_SHIFT}) FROM {table}_data WHERE id >= ?",
+                (1 << _SEGMENT_SHIFT,),
+            ).fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
+def test_each_batch_of_a_build_adds_one_segment_to_each_full_text_table(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's words reach FTS5's segments once, at its commit: not once per statement
+    (SQLite's statement savepoints make FTS5 write what it holds in memory), which made a
+    segment per JSON array that the merges then read and wrote again."""
+    catalog = _catalog(servers[0])
+    after: list[tuple[bool, int, int]] = []
+    upsert = indexmod.NoteIndex.upsert
+
+    def counting(self: indexmod.NoteIndex, docs: Any, **kwargs: Any) -> int:
+        written = upsert(self, docs, **kwargs)
+        bulk = isinstance(docs, newnotes.NewNotes) and docs.payloads is not None
+        after.append((bulk, _segments(self.path, "fts"), _segments(self.path, "tfts")))
+        return written
+
+    with monkeypatch.context() as m:
+        m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings: no merging
+        m.setattr(newnotes, "NOTES_PER_ARRAY", 7)  # the many/ batch: six JSON arrays
+        m.setattr(indexmod.NoteIndex, "upsert", counting)
+        report = catalog.rescan()
+    assert report is not None and report.indexed == len(NOTES) + MANY
+    assert any(bulk for bulk, _fts, _tfts in after), "no batch took the JSON path"
+    assert [(fts, tfts) for _bulk, fts, tfts in after] == [(n, n) for n in range(1, len(after) + 1)]
+    assert _segments(catalog.index.path, "fts") == 1  # the final merge: one segment
 
 
 def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
