@@ -72,7 +72,8 @@ _BULK = {
 # and wrote again; now each gets one segment per batch (at the commit, or at the main
 # table's statement for the tier table). Measured at 100k notes (2 cores, runs alternated):
 # a build took 30-33 s wall and 41-45 s CPU before, 21 s and 33 s after; peak RSS 128 MiB
-# before, 136 MiB after (a batch's words wait in memory until its commit).
+# before, 136 MiB after (a batch's words wait in memory until its commit; the smaller page
+# cache that this allowed, noteindex.BUILD_CACHE_KIB, brought it back to 120 MiB).
 WRITE_ORDER = tuple(_BULK)
 # JSON arrays per statement (SQLite's bound on a compound SELECT's terms is 500): a batch of
 # BATCH notes has BATCH / NOTES_PER_ARRAY of them per table.
