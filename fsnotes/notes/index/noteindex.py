@@ -51,6 +51,7 @@ from fsnotes.notes.index.newnotes import (
 )
 from fsnotes.notes.index.reads import IndexReads
 from fsnotes.notes.index.schema import (
+    DEFERRED_INDEXES,
     SCHEMA,
     SCHEMA_VERSION,
     Document,
@@ -290,13 +291,17 @@ class NoteIndex(IndexReads):
         segments, one segment per batch: :data:`BUILD_HASHSIZE`) and one merge at the
         end instead, which does the same work once rather than level by level (about a
         fifth less CPU for a build; the fewer crisis merges save about a quarter of FTS5's
-        work again, measured at 10k notes). The merge settings are persistent: a build
-        killed halfway leaves them set, so every scan first puts them back."""
+        work again, measured at 10k notes). A build also drops the
+        :data:`~fsnotes.notes.index.schema.DEFERRED_INDEXES` and makes them again at its
+        end (until then a lookup by stem or link target reads the whole table: slower,
+        never wrong). The merge settings and the dropped indexes are persistent: a build
+        killed halfway leaves them so, and every scan first puts them back."""
         conn = self._conns.get()
         building = notes >= BUILD_NOTES
         try:
             conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
             self._merging(conn, building=building)
+            self._deferred(conn, building=building)
         except sqlite.Error as exc:
             raise classify(exc, self.path.parent) from None
         try:
@@ -305,6 +310,7 @@ class NoteIndex(IndexReads):
             with contextlib.suppress(sqlite.Error):
                 conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
                 self._merging(conn, building=False)
+                self._deferred(conn, building=False)
                 if building:
                     for table in ("fts", "tfts"):
                         conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
@@ -322,6 +328,12 @@ class NoteIndex(IndexReads):
         # per step).
         conn.executescript("PRAGMA incremental_vacuum;")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @staticmethod
+    def _deferred(conn: sqlite.Connection, *, building: bool) -> None:
+        """Drop (``building``) or make (if missing) the indexes a build makes at its end."""
+        for name, create in DEFERRED_INDEXES.items():
+            conn.execute(f"DROP INDEX IF EXISTS {name}" if building else create)
 
     @staticmethod
     def _merging(conn: sqlite.Connection, *, building: bool) -> None:

@@ -18,6 +18,7 @@ import pytest
 import fsnotes.notes.index.newnotes as newnotes
 import fsnotes.notes.index.noteindex as indexmod
 import fsnotes.notes.index.scan as scan
+import fsnotes.notes.index.schema as schemamod
 from fsnotes.app.config import load
 from fsnotes.app.server import Server, build
 from fsnotes.notes.index.catalog import Catalog
@@ -233,6 +234,52 @@ def test_each_batch_of_a_build_adds_one_segment_to_each_full_text_table(
     assert _segments(catalog.index.path, "fts") == 1  # the final merge: one segment
 
 
+def _indexes(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        return {str(r[0]) for r in rows}
+    finally:
+        conn.close()
+
+
+def test_a_build_makes_its_deferred_indexes_at_its_end_and_they_answer_lookups(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built, single = (_catalog(s) for s in servers)
+    deferred = set(schemamod.DEFERRED_INDEXES)
+    during: list[set[str]] = []
+    upsert = indexmod.NoteIndex.upsert
+
+    def watching(self: indexmod.NoteIndex, docs: Any, **kwargs: Any) -> int:
+        during.append(_indexes(self.path) & deferred)
+        return upsert(self, docs, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(indexmod, "BUILD_NOTES", 1)
+        m.setattr(indexmod.NoteIndex, "upsert", watching)
+        assert built.rescan() is not None
+    assert during and all(not names for names in during), during  # kept out while it wrote
+    assert deferred <= _indexes(built.index.path)  # and made at its end
+    assert single.rescan() is not None  # a scan too small to be a build keeps them
+    assert deferred <= _indexes(single.index.path)
+    # What they serve, answered the same by both: a note's stem and a link's target.
+    for catalog in (built, single):
+        conn = sqlite3.connect(catalog.index.path)
+        try:
+            plan = " ".join(
+                str(r[-1])
+                for sql in (
+                    "SELECT id FROM notes WHERE stem_fold = 'n1'",
+                    "SELECT note FROM links WHERE leaf = 'n1'",
+                )
+                for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}")
+            )
+        finally:
+            conn.close()
+        assert "notes_stem" in plan and "links_leaf" in plan, plan
+
+
 def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
     conn = sqlite3.connect(catalog.index.path)
     try:
@@ -241,7 +288,7 @@ def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
         conn.close()
 
 
-def test_merge_settings_a_killed_build_left_are_put_back_by_the_next_scan(
+def test_merge_settings_and_indexes_a_killed_build_left_are_put_back_by_the_next_scan(
     servers: tuple[Server, Server],
 ) -> None:
     catalog = _catalog(servers[0])
@@ -255,9 +302,16 @@ def test_merge_settings_a_killed_build_left_are_put_back_by_the_next_scan(
         conn.commit()
     finally:
         conn.close()
+    conn = sqlite3.connect(catalog.index.path)
+    try:
+        indexmod.NoteIndex._deferred(conn, building=True)
+    finally:
+        conn.close()
     assert _merge_settings(catalog)["fts"]["hashsize"] == indexmod.BUILD_HASHSIZE
+    assert not set(schemamod.DEFERRED_INDEXES) & _indexes(catalog.index.path)
     assert catalog.rescan() is not None  # nothing changed: not a build
     assert _merge_settings(catalog) == after_scan
+    assert set(schemamod.DEFERRED_INDEXES) <= _indexes(catalog.index.path)
 
 
 def test_a_build_with_files_no_uri_can_name_reports_progress_up_to_its_total(
