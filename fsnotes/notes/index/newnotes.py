@@ -1,5 +1,5 @@
 """A batch of new notes as the index's rows: the insert statements, row by row or a batch at
-once from JSON arrays (:class:`NewNotes`), and the rows one note makes in each table. The
+once with its values bound (:class:`NewNotes`), and the rows one note makes in each table. The
 tables themselves are :mod:`fsnotes.notes.index.schema`'s; the writes are
 :mod:`fsnotes.notes.index.noteindex`'s.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fsnotes.notes.index.schema import (
@@ -43,99 +44,118 @@ SIDE_INSERTS = {
 }
 
 
-def _from_json(insert: str, width: int, id_at: int) -> tuple[str, str]:
-    """``insert`` (``INSERT ... INTO t(columns)``) and the ``SELECT`` that takes its rows
-    from one JSON array of arrays, ``:rows{at}`` (``{at}`` left for :func:`bulk_insert` to
-    fill), whose column ``id_at`` holds the note's place in its batch (1, 2, ...) and gets
-    ``:base`` added (json_extract: SQLite 3.38 has it built in; older builds have had JSON1
-    compiled in by default for years)."""
-    cells = [
-        f"json_extract(value, '$[{i}]')" + (" + :base" if i == id_at else "") for i in range(width)
-    ]
-    return insert, f"SELECT {', '.join(cells)} FROM json_each(:rows{{at}})"
+@dataclass(frozen=True)
+class _Bulk:
+    """How a batch's rows go into one table: ``insert`` (``INSERT ... INTO t(columns)``),
+    ``width`` values per row, of which the one at ``id_at`` is the note's place in its batch
+    (1, 2, ...), to which the statement adds the index's largest id (parameter ``?1``)."""
+
+    insert: str
+    width: int
+    id_at: int
 
 
 _BULK = {
-    "notes": _from_json(f"INSERT INTO notes(id, {NOTE_COLUMNS})", 15, 0),
-    "tags": _from_json("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
-    "links": _from_json("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
-    "front": _from_json("INSERT INTO front(key, value, note)", 3, 2),
-    "tfts": _from_json("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
-    "fts": _from_json(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
+    "notes": _Bulk(f"INSERT INTO notes(id, {NOTE_COLUMNS})", 15, 0),
+    "tags": _Bulk("INSERT OR IGNORE INTO tags(tag, note)", 2, 1),
+    "links": _Bulk("INSERT INTO links(note, kind, embed, target, mode, want, leaf)", 7, 0),
+    "front": _Bulk("INSERT INTO front(key, value, note)", 3, 2),
+    "tfts": _Bulk("INSERT INTO tfts(rowid, title, path, scope)", 4, 0),
+    "fts": _Bulk(f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)})", 8, 0),
 }
-# The order a batch's tables are written in: one statement per table, the full-text tables
-# last and the main one at the very end. Why: SQLite opens a statement savepoint for every
-# statement that writes several rows inside a transaction, and at every savepoint FTS5
-# writes out the words it holds in memory as a new segment. With a statement per JSON
-# array and the other tables' statements between them, a batch made some ten small
-# segments in each full-text table, which the crisis merges and the final merge then read
-# and wrote again; now each gets one segment per batch (at the commit, or at the main
-# table's statement for the tier table). Measured at 100k notes (2 cores, runs alternated):
-# a build took 30-33 s wall and 41-45 s CPU before, 21 s and 33 s after; peak RSS 128 MiB
-# before, 136 MiB after (a batch's words wait in memory until its commit; the smaller page
-# cache that this allowed, noteindex.BUILD_CACHE_KIB, brought it back to 120 MiB).
+# The order a batch's tables are written in, the full-text tables last and the main one at
+# the very end, each full-text table in ONE statement per batch. Why: SQLite opens a
+# statement savepoint for every statement that writes several rows inside a transaction,
+# and at every savepoint FTS5 writes out the words it holds in memory as a new segment.
+# With several statements per full-text table, or other tables' statements after them, a
+# batch made some ten small segments in each, which the crisis merges and the final merge
+# then read and wrote again; now each gets one segment per batch (at the commit, or at the
+# main table's statement for the tier table). Measured at 100k notes (2 cores, runs
+# alternated): a build took 30-33 s wall and 41-45 s CPU before, 21 s and 33 s after.
 WRITE_ORDER = tuple(_BULK)
-# JSON arrays per statement (SQLite's bound on a compound SELECT's terms is 500): a batch of
-# BATCH notes has BATCH / NOTES_PER_ARRAY of them per table.
-ARRAYS_PER_STATEMENT = 100
+ONE_STATEMENT = frozenset({"fts", "tfts"})
+# SQLite's bound on a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER, 32766 by default
+# since 3.32; the index needs 3.43, db.MIN_VERSION). A full-text table's statement holds a
+# whole batch: scan.BATCH notes of 8 values, and ?1.
+MAX_PARAMETERS = 32766
+# Rows of the other tables per statement (a batch's links can outnumber its notes many
+# times): cut into powers of two, so that the statements' texts (and SQLite's compiled
+# statements, which the connection caches by text) are a few, made once.
+MAX_CHUNK = 1024
 
 
-@functools.lru_cache(maxsize=64)
-def bulk_insert(table: str, arrays: int) -> str:
-    """The statement that writes ``arrays`` JSON arrays of rows (bound as ``:rows0``,
-    ``:rows1``, ..., with ``:base``, see :func:`_from_json`) into ``table``: the arrays'
-    ``SELECT`` joined by ``UNION ALL``."""
-    if not 1 <= arrays <= ARRAYS_PER_STATEMENT:
-        raise ValueError(f"{arrays} arrays in one statement (1 to {ARRAYS_PER_STATEMENT})")
-    insert, select = _BULK[table]
-    return f"{insert} " + " UNION ALL ".join(select.format(at=at) for at in range(arrays))
+def rows_per_statement(table: str) -> int:
+    """The most rows one statement can write into ``table``."""
+    return (MAX_PARAMETERS - 1) // _BULK[table].width
 
 
-# Notes per JSON array of a batch of new notes: a few hundred KiB of text per string, not
-# the batch's megabytes in one (a table's arrays are still bound to one statement).
-# Measured at 100k notes: a build's peak RSS 145 MiB with one array per table and batch,
-# 130 MiB with these (likely the allocator: megabyte strings made in the reader thread and
-# freed in the writer's).
-NOTES_PER_ARRAY = 100
+def chunks(table: str, rows: int) -> list[int]:
+    """How ``rows`` rows of ``table`` are cut into statements: the full-text tables' in
+    one, the others' in powers of two up to :data:`MAX_CHUNK` (largest first)."""
+    if table in ONE_STATEMENT:
+        if rows > rows_per_statement(table):
+            raise ValueError(f"{rows} rows of {table} do not fit one statement")
+        return [rows] if rows else []
+    out = []
+    while rows:
+        size = min(MAX_CHUNK, 1 << (rows.bit_length() - 1))
+        out.append(size)
+        rows -= size
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def values_insert(table: str, rows: int) -> str:
+    """The statement that writes ``rows`` rows into ``table``: ``?1`` the index's largest
+    id, then each row's values in order (``?2`` ...); the id column is ``?1`` plus the
+    note's place in its batch."""
+    if not 1 <= rows <= rows_per_statement(table):
+        raise ValueError(f"{rows} rows in one statement of {table}")
+    bulk = _BULK[table]
+    tuples = []
+    for row in range(rows):
+        first = 2 + row * bulk.width
+        cells = [
+            f"?1 + ?{first + c}" if c == bulk.id_at else f"?{first + c}" for c in range(bulk.width)
+        ]
+        tuples.append(f"({', '.join(cells)})")
+    return f"{bulk.insert} VALUES {', '.join(tuples)}"
+
+
+# One statement of a batch: its table, its rows, and their values, after a placeholder for
+# ``?1`` (the writer puts the index's largest id there).
+Statement = tuple[str, int, list[Any]]
 
 
 class NewNotes:
-    """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: each
-    table's rows as JSON arrays (of :data:`NOTES_PER_ARRAY` notes each, by table in
-    :data:`WRITE_ORDER`), ids counted from 1 within the batch (the writer adds
-    the index's largest id). Once the rows are made the documents are let go (they would
-    double the memory a batch takes): ``docs`` is kept only when ``payloads`` is None, a
-    batch to write row by row (SQLite's JSON functions end a string at a NUL)."""
+    """Notes the index does not hold, their rows ready for :meth:`NoteIndex.upsert`: the
+    statements that write them (:func:`values_insert`, by table in :data:`WRITE_ORDER`),
+    ids counted from 1 within the batch (the writer adds the index's largest id). The
+    values are bound as parameters (no text is copied into SQL or JSON, so any text goes,
+    NULs included); the documents are not kept (their texts are in the values)."""
 
-    __slots__ = ("docs", "parts", "payloads")
+    __slots__ = ("parts", "statements")
 
-    def __init__(
-        self,
-        parts: list[Components],
-        payloads: dict[str, list[str]] | None,
-        docs: Sequence[Document] = (),
-    ) -> None:
+    def __init__(self, parts: list[Components], statements: list[Statement]) -> None:
         self.parts = parts
-        self.payloads = payloads
-        self.docs = docs
+        self.statements = statements
 
     @classmethod
     def of(cls, docs: Sequence[Document], extensions: Sequence[str]) -> NewNotes:
-        payloads: dict[str, list[str]] = {table: [] for table in WRITE_ORDER}
-        for start in range(0, len(docs), NOTES_PER_ARRAY):
-            tables: dict[str, list[tuple[Any, ...]]] = {"notes": []}
-            tables.update({table: [] for table in SIDE_INSERTS})
-            for place, doc in enumerate(docs[start : start + NOTES_PER_ARRAY], start + 1):
-                tables["notes"].append((place, *note_row(doc)))
-                for table, rows in side_rows(place, doc, extensions).items():
-                    tables[table].extend(rows)
-            for table, rows in tables.items():
-                if rows:
-                    payloads[table].append(json.dumps(rows, ensure_ascii=False))
-        parts = [doc.parts for doc in docs]
-        if any("\\u0000" in text for arrays in payloads.values() for text in arrays):
-            return cls(parts, None, docs)
-        return cls(parts, {table: arrays for table, arrays in payloads.items() if arrays})
+        values: dict[str, list[Any]] = {table: [] for table in WRITE_ORDER}
+        for place, doc in enumerate(docs, 1):
+            values["notes"].append(place)
+            values["notes"].extend(note_row(doc))
+            for table, table_rows in side_rows(place, doc, extensions).items():
+                for row in table_rows:
+                    values[table].extend(row)
+        statements: list[Statement] = []
+        for table in WRITE_ORDER:
+            width, flat, at = _BULK[table].width, values[table], 0
+            for count in chunks(table, len(flat) // width):
+                statements.append((table, count, [None, *flat[at : at + count * width]]))
+                at += count * width
+        return cls([doc.parts for doc in docs], statements)
 
 
 def note_row(doc: Document) -> tuple[Any, ...]:

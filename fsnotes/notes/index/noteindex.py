@@ -41,13 +41,12 @@ from fsnotes.notes.index.connections import (
 from fsnotes.notes.index.counts import MatchCounts
 from fsnotes.notes.index.db import sqlite
 from fsnotes.notes.index.newnotes import (
-    ARRAYS_PER_STATEMENT,
     NOTE_INSERT,
     SIDE_INSERTS,
     NewNotes,
-    bulk_insert,
     note_row,
     side_rows,
+    values_insert,
 )
 from fsnotes.notes.index.reads import IndexReads
 from fsnotes.notes.index.schema import (
@@ -386,15 +385,16 @@ class NoteIndex(IndexReads):
         :class:`NewNotes` (from :meth:`prepare`) holds only such notes."""
         batch: NewNotes | None
         if isinstance(docs, NewNotes):
-            batch, items, count = docs, list(docs.docs), len(docs.parts)
-            fresh = set(docs.parts)
+            batch, items, count = docs, [], len(docs.parts)
         else:
             items = list(docs)
             count = len(items)
             new = len(items) > 1 and all(doc.parts in fresh for doc in items)
             batch = self.prepare(items) if new else None
         with self._write() as tx:
-            if batch is None or not self._insert_many(tx, batch):
+            if batch is not None:
+                self._insert_many(tx, batch)
+            else:
                 for doc in items:
                     if doc.parts not in fresh:
                         self._delete_key(tx, key_of(doc.parts))
@@ -469,32 +469,25 @@ class NoteIndex(IndexReads):
             conn.executemany(sql, rows[table])
 
     @staticmethod
-    def _insert_many(tx: Tx, batch: NewNotes) -> bool:
-        """The notes of ``batch`` (which the index does not hold), one statement per
-        table, in :data:`~fsnotes.notes.index.newnotes.WRITE_ORDER` (the full-text tables
-        last, so FTS5 writes one segment per batch): each table's rows are bound as JSON
-        arrays and expanded by ``json_each`` inside SQLite. The rows are those of
-        :meth:`_insert`, and the ids the ones SQLite would pick there (one more than the
-        largest, in order), so the index holds the same. Why: SQLite's work (tokenising,
-        the FTS5 segments, the b-trees) then runs without Python's GIL, beside the
-        scanner's reader thread, and a statement per row costs Python time per row.
-        Returns False, having written nothing, when the batch cannot go this way, for the
-        caller to write it row by row."""
-        if batch.payloads is None:
-            return False
+    def _insert_many(tx: Tx, batch: NewNotes) -> None:
+        """The notes of ``batch`` (which the index does not hold), a few statements per
+        table, in :data:`~fsnotes.notes.index.newnotes.WRITE_ORDER` (each full-text table in
+        one, last, so FTS5 writes one segment per batch), their values bound as parameters.
+        The rows are those of :meth:`_insert`, and the ids the ones SQLite would pick there
+        (one more than the largest, in order), so the index holds the same. Why: SQLite's
+        work (tokenising, the FTS5 segments, the b-trees) then runs without Python's GIL,
+        beside the scanner's reader thread, where a statement per row costs Python time
+        (and a wait for the GIL) per row."""
         top = tx.conn.execute("SELECT max(id) FROM notes").fetchone()[0]
         base = 0 if top is None else int(top)
         if base + len(batch.parts) >= (1 << 63) - 1:
             # Past the largest rowid (SQLite would pick ids at random from here; 2**63
             # writes do not happen): start the index again, ids from 1.
             raise IndexCorrupt("the index has used up its note ids")
-        for table, arrays in batch.payloads.items():
-            for start in range(0, len(arrays), ARRAYS_PER_STATEMENT):
-                part = arrays[start : start + ARRAYS_PER_STATEMENT]
-                rows = {f"rows{at}": text for at, text in enumerate(part)}
-                tx.conn.execute(bulk_insert(table, len(part)), {**rows, "base": base})
+        for table, rows, values in batch.statements:
+            values[0] = base
+            tx.conn.execute(values_insert(table, rows), values)
         tx.delta += len(batch.parts)
-        return True
 
     # --- reads -----------------------------------------------------------------------------
 

@@ -305,8 +305,8 @@ class Scanner:
                     else None
                 )
                 written = len(docs)
-                if new is not None and new.payloads is not None:
-                    docs = []  # their rows are made: let the texts go (see NewNotes)
+                if new is not None:
+                    docs = []  # their rows are made: let the documents go (see NewNotes)
                 yield _Batch(docs, rejects, fresh, gone if first else [], size, new, written)
 
     def _read_batch(

@@ -106,15 +106,13 @@ def _dump(catalog: Catalog) -> dict[str, list[tuple[object, ...]]]:
 
 
 def _build_both(
-    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch, arrays: int | None = None
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch, chunk: int | None = None
 ) -> tuple[Catalog, Catalog]:
     built, single = (_catalog(s) for s in servers)
     with monkeypatch.context() as m:
         m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings, however small
-        m.setattr(newnotes, "NOTES_PER_ARRAY", 7)  # batches cut into several arrays
-        if arrays is not None:  # a table's arrays in several statements
-            m.setattr(newnotes, "ARRAYS_PER_STATEMENT", arrays)
-            m.setattr(indexmod, "ARRAYS_PER_STATEMENT", arrays)
+        if chunk is not None:  # the other tables' rows in several statements
+            m.setattr(newnotes, "MAX_CHUNK", chunk)
         report = built.rescan()
     assert report is not None and report.indexed == len(NOTES) + MANY
     with monkeypatch.context() as m:
@@ -137,18 +135,29 @@ def test_a_build_holds_the_same_rows_and_terms_as_note_by_note_writes(
         assert got[table] == want[table], table
 
 
-def test_a_build_writing_a_tables_arrays_in_several_statements_holds_the_same_rows(
+def test_a_build_writing_a_tables_rows_in_several_statements_holds_the_same_rows(
     servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    built, single = _build_both(servers, monkeypatch, arrays=4)  # six arrays: 4 + 2
+    built, single = _build_both(servers, monkeypatch, chunk=4)  # 40 rows: ten statements
     assert _dump(built) == _dump(single)
 
 
-def test_a_bulk_statement_takes_one_to_the_bound_of_arrays() -> None:
-    assert newnotes.bulk_insert("tags", 2).count("json_each(:rows") == 2
-    for arrays in (0, newnotes.ARRAYS_PER_STATEMENT + 1):
-        with pytest.raises(ValueError, match="arrays in one statement"):
-            newnotes.bulk_insert("tags", arrays)
+def test_a_tables_rows_are_cut_into_statements_the_full_text_ones_never() -> None:
+    assert newnotes.chunks("links", 0) == []
+    assert newnotes.chunks("links", 1) == [1]
+    assert newnotes.chunks("links", 1000) == [512, 256, 128, 64, 32, 8]
+    big = newnotes.MAX_CHUNK * 2 + 3
+    assert newnotes.chunks("tags", big) == [newnotes.MAX_CHUNK] * 2 + [2, 1]
+    assert newnotes.chunks("fts", 1000) == [1000]
+    # A whole batch of notes fits one statement of each full-text table.
+    assert newnotes.chunks("fts", scan.BATCH) == [scan.BATCH]
+    with pytest.raises(ValueError, match="do not fit one statement"):
+        newnotes.chunks("fts", newnotes.rows_per_statement("fts") + 1)
+    sql = newnotes.values_insert("tags", 2)
+    assert sql.endswith("VALUES (?2, ?1 + ?3), (?4, ?1 + ?5)")
+    for rows in (0, newnotes.rows_per_statement("tags") + 1):
+        with pytest.raises(ValueError, match="rows in one statement"):
+            newnotes.values_insert("tags", rows)
 
 
 def test_a_build_answers_searches_and_listings_as_note_by_note_writes(
@@ -170,21 +179,21 @@ def test_a_build_answers_searches_and_listings_as_note_by_note_writes(
     assert all(answers[0][:3]), answers[0]
 
 
-def test_a_build_batch_with_a_nul_is_written_row_by_row(
+def test_a_build_batch_with_a_nul_is_written_in_bulk(
     servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite's JSON functions end a string at a NUL: such a batch takes the row path."""
-    calls: list[bool] = []
+    """Values are bound, never spliced into text that a NUL would end: a batch holding one
+    is written in bulk like any other, the same as note by note."""
+    batches: list[list[str]] = []
     original = indexmod.NoteIndex._insert_many
 
-    def spy(tx: object, batch: object) -> bool:
-        done = original(tx, batch)  # type: ignore[arg-type]
-        calls.append(done)
-        return done
+    def spy(tx: object, batch: newnotes.NewNotes) -> None:
+        batches.append([parts[-1] for parts in batch.parts])
+        original(tx, batch)  # type: ignore[arg-type]
 
     monkeypatch.setattr(indexmod.NoteIndex, "_insert_many", staticmethod(spy))
     built, single = _build_both(servers, monkeypatch)
-    assert True in calls and False in calls  # the many/ batch in bulk, the top level not
+    assert any("nul.md" in names and "nulfront.md" in names for names in batches), batches
     assert _dump(built) == _dump(single)
 
 
@@ -212,24 +221,24 @@ def test_each_batch_of_a_build_adds_one_segment_to_each_full_text_table(
 ) -> None:
     """A batch's words reach FTS5's segments once, at its commit: not once per statement
     (SQLite's statement savepoints make FTS5 write what it holds in memory), which made a
-    segment per JSON array that the merges then read and wrote again."""
+    segment per statement that the merges then read and wrote again."""
     catalog = _catalog(servers[0])
     after: list[tuple[bool, int, int]] = []
     upsert = indexmod.NoteIndex.upsert
 
     def counting(self: indexmod.NoteIndex, docs: Any, **kwargs: Any) -> int:
         written = upsert(self, docs, **kwargs)
-        bulk = isinstance(docs, newnotes.NewNotes) and docs.payloads is not None
+        bulk = isinstance(docs, newnotes.NewNotes)
         after.append((bulk, _segments(self.path, "fts"), _segments(self.path, "tfts")))
         return written
 
     with monkeypatch.context() as m:
         m.setattr(indexmod, "BUILD_NOTES", 1)  # a build's merge settings: no merging
-        m.setattr(newnotes, "NOTES_PER_ARRAY", 7)  # the many/ batch: six JSON arrays
+        m.setattr(newnotes, "MAX_CHUNK", 4)  # the other tables in several statements
         m.setattr(indexmod.NoteIndex, "upsert", counting)
         report = catalog.rescan()
     assert report is not None and report.indexed == len(NOTES) + MANY
-    assert any(bulk for bulk, _fts, _tfts in after), "no batch took the JSON path"
+    assert any(bulk for bulk, _fts, _tfts in after), "no batch was written in bulk"
     assert [(fts, tfts) for _bulk, fts, tfts in after] == [(n, n) for n in range(1, len(after) + 1)]
     assert _segments(catalog.index.path, "fts") == 1  # the final merge: one segment
 
