@@ -258,14 +258,11 @@ def held(index: NoteIndex, word: str, notes: int) -> int | None:
     does, or it cannot be counted cheaply. It is counted by an FTS5 match of the word, which
     reads at most ``notes`` + 1 rowids (a quarter of a microsecond each): so only a token the
     tokenizer maps to itself (most stems; "relev" stays "relev") is looked at, the others
-    skipped. Its rows are then read with other such words by :func:`word_frequencies`."""
+    skipped. Its rows are then read with other such words by :func:`word_frequencies`.
+    The count is remembered while the index is unchanged (:mod:`fsnotes.notes.index.counts`)."""
     if tokens(word) != [word]:
         return None
-    quoted = '"' + word.replace('"', '""') + '"'
-    count = int(
-        index.query(
-            "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)",
-            (quoted, notes + 1),
-        )[0][0]
-    )
+    # Remembered until the index changes, like the plan's counts: a note's likeliest words
+    # recur as candidates from question to question.
+    count = index.count_matches('"' + word.replace('"', '""') + '"', notes + 1)
     return None if count > notes or not count else count

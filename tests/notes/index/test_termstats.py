@@ -11,7 +11,10 @@ must be those counts. Long bodies make the lengths and totals multi-byte varints
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from fsnotes.app.server import Server
 from fsnotes.notes.index import termstats
@@ -133,6 +136,30 @@ def test_a_feedback_word_in_too_many_notes_is_not_read(server: Server, vault: Pa
     assert set(rows) == oracle(cols, [copper], False)
     assert termstats.held(index, copper, len(held) - 1) is None
     assert termstats.held(index, "nosuchwordanywhere", len(cols)) is None
+
+
+def test_a_feedback_words_count_is_remembered_until_the_index_changes(
+    server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = indexed(server, vault)
+    [copper] = termstats.tokens("copper")
+    first = termstats.held(index, copper, 100)
+    assert first is not None
+    counted: list[str] = []
+    query = index.query
+
+    def spy(sql: str, params: Sequence[object] = ()) -> list[object]:
+        if "count(*)" in sql:
+            counted.append(sql)
+        return query(sql, params)
+
+    monkeypatch.setattr(index, "query", spy)
+    assert termstats.held(index, copper, 100) == first
+    assert counted == []  # remembered: no count read again
+    (vault / "more.md").write_text("# More\n\nAnother copper pot.\n", encoding="utf-8")
+    server.service.acting_for(server.config.principal).notes_search(None, "pot", None, None, 5)
+    assert termstats.held(index, copper, 100) == first + 1
+    assert counted, "the index changed: the count must be read again"
 
 
 def test_counts_in_one_round_trip_equal_counting_each_texts_tokens() -> None:
