@@ -297,6 +297,28 @@ def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
         conn.close()
 
 
+def test_a_build_checkpoints_its_wal_less_often_then_as_before(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build's commits copy the WAL into the file every BUILD_WAL_AUTOCHECKPOINT_PAGES,
+    not at SQLite's default of every 1,000 pages; afterwards the default is back."""
+    catalog = _catalog(servers[0])
+    during: list[int] = []
+    upsert = indexmod.NoteIndex.upsert
+
+    def watching(self: indexmod.NoteIndex, docs: Any, **kwargs: Any) -> int:
+        during.append(self._conns.get().execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+        return upsert(self, docs, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(indexmod, "BUILD_NOTES", 1)
+        m.setattr(indexmod.NoteIndex, "upsert", watching)
+        assert catalog.rescan() is not None
+    assert during and set(during) == {indexmod.BUILD_WAL_AUTOCHECKPOINT_PAGES}, during
+    conn = catalog.index._conns.get()
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+
+
 def test_merge_settings_and_indexes_a_killed_build_left_are_put_back_by_the_next_scan(
     servers: tuple[Server, Server],
 ) -> None:
