@@ -192,6 +192,39 @@ def test_read_refuses_directory_and_missing(root: Root, ws: Path) -> None:
         root.read((), max_bytes=10)
 
 
+def test_prefetch_checks_a_file_as_read_does_and_reads_nothing(
+    root: Root, ws: Path, tmp_path: Path, resolver: Resolver
+) -> None:
+    """Root.prefetch only hints the kernel, but it opens the file as read does: a symlink
+    (to outside or not), a directory, a FIFO (without blocking) and a hard link are refused
+    the same way, before any hint is given."""
+    from sandbox.errors import Escape
+
+    (ws / "note.md").write_text("words")
+    assert root.prefetch(("note.md",)) is None
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    os.symlink(secret, ws / "out.md")
+    os.symlink("note.md", ws / "in.md")
+    (ws / "d").mkdir()
+    os.mkfifo(ws / "pipe.md")
+    os.link(ws / "note.md", ws / "twin.md")
+    for name, error in (
+        ("out.md", Escape),
+        ("in.md", Escape),
+        ("d", NotARegularFile),
+        ("pipe.md", NotARegularFile),
+        ("twin.md", HardLinked),
+        ("nope.md", NotFound),
+    ):
+        with pytest.raises(error):
+            root.prefetch((name,))
+        with pytest.raises(error):
+            root.read((name,), max_bytes=100)
+    with Root.open(ws, resolver=resolver, allow_hardlinked_reads=True) as r:
+        r.prefetch(("twin.md",))
+
+
 def test_read_refuses_hard_linked_file_unless_allowed(ws: Path, resolver: Resolver) -> None:
     (ws / "a").write_text("shared")
     os.link(ws / "a", ws / "b")

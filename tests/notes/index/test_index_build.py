@@ -297,6 +297,40 @@ def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
         conn.close()
 
 
+def test_a_build_names_each_batchs_notes_to_the_kernel_before_reading_them(
+    servers: tuple[Server, Server], vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every note of a batch is prefetched (Root.prefetch) before the first of them is
+    read, so that reads from a cold disk overlap; one that fails to open is left to the
+    read (here: removed after the listing, so the build drops it, and fails nothing)."""
+    from sandbox.root import Root
+
+    catalog = _catalog(servers[0])
+    events: list[tuple[str, str]] = []
+    prefetch, read = Root.prefetch, Root.read
+
+    def hinting(self: Root, parts: tuple[str, ...]) -> None:
+        events.append(("hint", "/".join(parts)))
+        if parts == ("many", "n05.md"):
+            (vault / "many" / "n05.md").unlink()
+        prefetch(self, parts)
+
+    def reading(self: Root, parts: tuple[str, ...], **kwargs: Any) -> Any:
+        events.append(("read", "/".join(parts)))
+        return read(self, parts, **kwargs)
+
+    monkeypatch.setattr(Root, "prefetch", hinting)
+    monkeypatch.setattr(Root, "read", reading)
+    report = catalog.rescan()
+    assert report is not None and report.indexed == len(NOTES) + MANY - 1
+    many = [(kind, path) for kind, path in events if path.startswith("many/")]
+    hints = [path for kind, path in many if kind == "hint"]
+    assert sorted(hints) == [f"many/n{i:02}.md" for i in range(MANY)]
+    first_read = next(i for i, (kind, _path) in enumerate(many) if kind == "read")
+    assert all(kind == "hint" for kind, _path in many[:first_read])
+    assert len(many[:first_read]) == MANY
+
+
 def test_a_build_checkpoints_its_wal_less_often_then_as_before(
     servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
