@@ -19,6 +19,7 @@ to typed error) and :mod:`sandbox._info` (the value types, re-exported here). ``
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Literal, TypeVar
@@ -51,6 +52,12 @@ from sandbox.errors import InvalidPath
 from sandbox.uri import Components
 
 _T = TypeVar("_T")
+
+
+def _advise_willneed(fd: int, _st: os.stat_result) -> None:
+    with contextlib.suppress(OSError):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+
 
 __all__ = [
     "REMOVE_GRACE_S",
@@ -327,10 +334,9 @@ class Root:
         (``posix_fadvise(POSIX_FADV_WILLNEED)``), reading nothing itself: a caller about to
         read many files names them first, so that their reads from a cold disk overlap
         instead of waiting one after the other. The file is opened and checked exactly as
-        :meth:`read` opens and checks it, and raises what it raises; nothing is returned."""
-        self._with_regular(
-            parts, "read", lambda fd, _st: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-        )
+        :meth:`read` opens and checks it, and raises what it raises; nothing is returned. A
+        filesystem that refuses the hint (it is only one) is not an error."""
+        self._with_regular(parts, "read", _advise_willneed)
 
     def _with_regular(
         self, parts: Components, op: str, use: Callable[[int, os.stat_result], _T]
