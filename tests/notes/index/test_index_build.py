@@ -160,6 +160,25 @@ def test_a_tables_rows_are_cut_into_statements_the_full_text_ones_never() -> Non
             newnotes.values_insert("tags", rows)
 
 
+def test_a_whole_batch_fits_one_statement_of_the_index_s_sqlite() -> None:
+    """The full-text tables take a batch in one statement: BATCH rows of their width must be
+    within the parameters the index's SQLite (sqlean's build) accepts."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"CREATE TABLE fts(rowid, {', '.join(schemamod.FTS_COLUMNS)})")
+        width = len(schemamod.FTS_COLUMNS) + 1
+        values: list[object] = [0, *([1] + ["x"] * (width - 1)) * scan.BATCH]
+        for at in range(scan.BATCH):
+            values[1 + at * width] = at + 1
+        conn.execute(newnotes.values_insert("fts", scan.BATCH), values)
+        assert conn.execute("SELECT count(*), max(rowid) FROM fts").fetchone() == (
+            scan.BATCH,
+            scan.BATCH,
+        )
+    finally:
+        conn.close()
+
+
 def test_a_build_answers_searches_and_listings_as_note_by_note_writes(
     servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
