@@ -323,6 +323,7 @@ class Root:
         FIFOs, sockets and devices (without blocking), :class:`HardLinked` for files with
         several links unless the Root allows them, :class:`Escape` for symlinks.
         """
+        parts = check_leaf(parts, "read")
         if max_bytes < 0:
             raise ValueError("max_bytes must be >= 0")
         return self._with_regular(
@@ -336,14 +337,14 @@ class Root:
         instead of waiting one after the other. The file is opened and checked exactly as
         :meth:`read` opens and checks it, and raises what it raises; nothing is returned. A
         filesystem that refuses the hint (it is only one) is not an error."""
-        self._with_regular(parts, "read", _advise_willneed)
+        self._with_regular(check_leaf(parts, "read"), "read", _advise_willneed)
 
     def _with_regular(
         self, parts: Components, op: str, use: Callable[[int, os.stat_result], _T]
     ) -> _T:
         """``use(fd, stat)`` on the regular file ``parts``, opened beneath the root (no
-        symlink followed, no FIFO blocked on, hard links refused unless allowed)."""
-        parts = check_leaf(parts, op)
+        symlink followed, no FIFO blocked on, hard links refused unless allowed). ``parts``
+        checked by ``check_leaf`` (read checks them first, as before, then its bound)."""
         h = self._h
         h.enter()
         try:
