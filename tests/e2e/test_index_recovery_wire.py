@@ -41,6 +41,7 @@ from e2e.index_wire import (
 )
 from e2e.state_helpers import corrupt
 from e2e.wire import LEGACY, Wire, meta
+from fsnotes.notes.index.indexer import INDEX_WAIT_S
 
 NOTES = 240
 FOLDERS = 6
@@ -63,6 +64,21 @@ def _answers_right(w: Wire) -> None:
     assert everything["index"]["complete"] is True
     assert found(w, "word7") == ["f1/n7.md"]
     assert found(w, f"word{NOTES - 1}") == [f"f{(NOTES - 1) % FOLDERS}/n{NOTES - 1}.md"]
+
+
+def _first_answers_right(w: Wire) -> None:
+    """The first query after a start that must rebuild: it waits for the build and answers
+    right, with nothing for the user to do. Only a machine so loaded that 240 notes take
+    longer than the server's bounded wait (INDEX_WAIT_S) gets an answer that says it is
+    incomplete instead, and only after waiting that long; the answers are right once the
+    build ends. A server that does not wait (or rebuilds nothing) fails either way."""
+    started = time.monotonic()
+    first = search(w, "common")
+    if not first["index"]["complete"]:
+        assert time.monotonic() - started >= INDEX_WAIT_S * 0.9, first  # it did wait
+        assert "still being indexed" in str(first), first
+        wait_complete(w, timeout=120)
+    _answers_right(w)
 
 
 def _build(vault: Path, state: Path) -> Path:
@@ -104,7 +120,7 @@ def test_a_damaged_index_is_rebuilt_at_start_and_answers_right(
     damage(index)
     w = Wire(vault, state)
     try:
-        _answers_right(w)  # the very first query: nothing for the user to do
+        _first_answers_right(w)
         assert_no_sqlite_text(w)
     finally:
         err = w.close()
@@ -118,7 +134,7 @@ def test_deleting_the_index_while_stopped_loses_nothing(vault: Path, tmp_path: P
     shutil.rmtree(state / "index")
     w = Wire(vault, state)
     try:
-        _answers_right(w)
+        _first_answers_right(w)
         assert len(index_files(state)) == 1
     finally:
         err = w.close()
@@ -167,7 +183,7 @@ def test_an_index_damaged_under_a_live_server_recovers(
     # And the file it leaves behind serves the next start.
     w = Wire(vault, state)
     try:
-        _answers_right(w)
+        _first_answers_right(w)
         assert_no_sqlite_text(w)
     finally:
         w.close()
