@@ -258,16 +258,23 @@ async def _run(ctx: RequestContext, call: ToolCall, fn: Callable[[ToolCall], T])
 async def _indexed(ctx: RequestContext, find: Callable[[], Catalog | None]) -> None:
     """Before a query: give the workspace's first indexing a bounded time to finish. A wait
     for a build is long: the call becomes a task then (when the client opted in to them)."""
+
+    def building() -> Catalog | None:
+        """The catalog, if its first indexing is still running (one worker-thread trip:
+        the usual case, an index built long ago, costs no second trip nor status read)."""
+        catalog = find()
+        if catalog is None:
+            return None
+        try:
+            return None if catalog.status().complete else catalog
+        except CatalogUnavailable:
+            return None  # the query itself says why
+
     try:
-        catalog = await anyio.to_thread.run_sync(find)
+        catalog = await anyio.to_thread.run_sync(building)
     except (ServiceError, NotGranted):
         return  # the query reports the same problem as its result
     if catalog is None:
         return
-    try:
-        building = not (await anyio.to_thread.run_sync(catalog.status)).complete
-    except CatalogUnavailable:
-        building = False  # the query itself says why
-    if building:
-        await ctx.run_as_task("Waiting for the workspace's index to be built")
+    await ctx.run_as_task("Waiting for the workspace's index to be built")
     await until_indexed(catalog, ctx.report_progress)
