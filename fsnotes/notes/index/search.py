@@ -12,7 +12,8 @@ English words):
   than :data:`~fsnotes.notes.index.ranking.COMMON_NOTES`, is *very common* (``the``,
   ``what``): it neither selects nor ranks notes (bm25 gives it next to no weight anyway,
   and reading its long list of notes is what would make a question slow), unless every
-  term of the query is very common;
+  term of the query is very common: they select then, and rank only in a window that
+  holds all their notes (past it, the tiers first and then the newest, unscored);
 * a note matches when it holds any of the remaining (*selecting*) terms. Matches are
   ordered by: whether they hold every selecting term, then how many of title and path hold
   every selecting term (:mod:`fsnotes.notes.index.ranking`), then the ranking score (for a
@@ -36,7 +37,7 @@ parameter, never spliced into the SQL.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fsnotes.notes.index import ranking, termstats
@@ -58,6 +59,9 @@ class Plan:
     dropped: list[Term]  # past MAX_QUERY_TERMS
     exact: bool  # every selecting term is ranked by bm25
     over: bool  # the one ranked term alone is in more than RANK_WINDOW notes
+    # Every term is very common (they select, as nothing else could) and the ranked one is
+    # over the window: no bm25 then (see search).
+    unranked: bool
     # What a question's re-scoring reads (scores_of): the ranked terms, then further words
     # and prefixes that are not very common (selecting or dropped), and their note counts.
     scored: list[Term]
@@ -96,6 +100,7 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
     selecting = [(df, t) for df, _p, t in kept if t not in common] or [
         (df, t) for df, _p, t in kept
     ]
+    every_common = bool(kept) and len(common) == len(kept)
     if len(selecting) == len(kept):
         common = []
     ranked: list[Term] = []
@@ -128,6 +133,7 @@ def plan(index: NoteIndex, terms: Sequence[Term]) -> Plan:
         dropped=dropped,
         exact=len(ranked) == len(selecting) and budget <= ranking.RANK_WINDOW,
         over=budget > ranking.RANK_WINDOW,
+        unranked=every_common and budget > ranking.RANK_WINDOW,
         scored=scored,
         scored_notes=scored_notes,
     )
@@ -164,7 +170,14 @@ def search(
     # tiers order them first), of one term alone in more notes than the window (over its
     # newest notes), and a question's first cut.
     rank = f"bm25(fts, {', '.join(str(float(w)) for w in ranking.WEIGHTS)})"
-    if not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
+    scored: Mapping[int, float | None]
+    if p.unranked:
+        # Only very common words, in more notes than the window: bm25 would first count the
+        # notes holding each over the whole index (8 ms for a word in all of 100k notes),
+        # to give it an idf FTS5 floors to next to nothing from half the notes on. As in
+        # any query, such words do not rank: the tiers first, then the newest.
+        scored = dict.fromkeys(_ids(index, "fts", ranked_match, window), None)
+    elif not p.over and len(p.selecting) >= ranking.QUESTION_TERMS:
         scored = _rescored(index, p, ranked_match, rank, every | set(tiers), limit, read)
     else:
         scored = {

@@ -61,6 +61,34 @@ def test_beyond_the_ranking_window_title_matches_still_come_first_and_total_is_e
     assert len(found.results) == 3  # type: ignore[arg-type]
 
 
+def test_only_very_common_words_past_the_window_rank_by_tiers_then_newest_not_by_bm25(
+    server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every note holds "the" (very common from half of 20 notes on); the window is cut to 3
+    # so that the word alone is over it, as "the" is at 100k notes.
+    monkeypatch.setattr(ranking, "RANK_WINDOW", 3)
+    monkeypatch.setattr(ranking, "RANK_NEWEST", 3)
+    svc = server.service.acting_for(server.config.principal)
+    (vault / "kettle.md").write_text("# The kettle\n\nthe oldest note\n")
+    svc.notes_search(None, "the", None, None, None)  # indexed first: the oldest rowid
+    for i in range(24):
+        # n21 is the one bm25 would put first of the newest three: "the" over and over.
+        body = "the " * 30 if i == 21 else f"the word{i} and more words besides"
+        (vault / f"n{i}.md").write_text(f"# Note {i}\n\n{body}\n")
+        svc.notes_search(None, "kettle", None, None, None)  # each indexed in turn: newer
+    found = svc.notes_search(None, "the", None, None, 4)
+    # The title tier first, then the newest: unscored (bm25 would have ranked n21 second).
+    assert paths(found) == ["kettle.md", "n23.md", "n22.md", "n21.md"]
+    assert [r.score for r in found.results] == [1.0, 0.0, 0.0, 0.0]  # type: ignore[attr-defined]
+    assert found.rankedAll is False  # type: ignore[attr-defined]
+    # Under the window, the same words are ranked by bm25 as before.
+    monkeypatch.setattr(ranking, "RANK_WINDOW", 4000)
+    monkeypatch.setattr(ranking, "RANK_NEWEST", 1000)
+    ranked = svc.notes_search(None, "the", None, None, 2)
+    assert paths(ranked) == ["kettle.md", "n21.md"]
+    assert found.total == ranked.total == found.scanned  # type: ignore[attr-defined]
+
+
 def test_every_hit_has_an_excerpt_on_the_line_of_its_match(server: Server, vault: Path) -> None:
     (vault / "long.md").write_text(
         "---\ntags: [x]\n---\n# Long\n\n" + "filler words here\n" * 40 + "the copper kettle\n"
