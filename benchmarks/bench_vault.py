@@ -851,8 +851,11 @@ def goals(result: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     worst = max(f[f"search_{k}"]["median_ms"] for k in ("rare", "common", "phrase"))
     out.append(("search p50 < 20 ms (worst of the three)", fmt_ms(worst), worst < 20))
     if "skipped" not in rg:
+        # Issue 11's three query classes (the question, issue 22's, has its own goal below).
         speedups = {
-            k: rg[k]["median_ms"] / f[f"search_{k}"]["median_ms"] for k in rg if k != "command"
+            k: rg[k]["median_ms"] / f[f"search_{k}"]["median_ms"]
+            for k in ("rare", "common", "phrase")
+            if k in rg
         }
         least = min(speedups.values())
         out.append(
