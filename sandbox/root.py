@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from typing import Literal, TypeVar
 
 from sandbox import _leftovers, _linux, _mutate
@@ -48,10 +48,16 @@ from sandbox._resolve import (
     scan,
     unmake_dirs,
 )
-from sandbox.errors import InvalidPath
+from sandbox.errors import InvalidPath, SandboxError
 from sandbox.uri import Components
 
 _T = TypeVar("_T")
+
+# Files :meth:`Root.read_many` holds open and names to the kernel before reading the first
+# of them: enough reads in flight for a disk to overlap them (a build's notes on a cold disk:
+# fsnotes/notes/index/scan.py measures it), few enough descriptors beside whatever else the
+# process holds (1,024 is a common soft limit).
+READ_MANY_WINDOW = 64
 
 
 def _advise_willneed(fd: int, _st: os.stat_result) -> None:
@@ -60,6 +66,7 @@ def _advise_willneed(fd: int, _st: os.stat_result) -> None:
 
 
 __all__ = [
+    "READ_MANY_WINDOW",
     "REMOVE_GRACE_S",
     "REMOVE_PREFIX",
     "RESOLVER_ENV",
@@ -330,21 +337,80 @@ class Root:
             parts, "read", lambda fd, st: read_result(read_fd(fd, st, max_bytes, parts), st)
         )
 
-    def prefetch(self, parts: Components) -> None:
-        """Ask the kernel to start reading the regular file ``parts`` into its page cache
-        (``posix_fadvise(POSIX_FADV_WILLNEED)``), reading nothing itself: a caller about to
-        read many files names them first, so that their reads from a cold disk overlap
-        instead of waiting one after the other. The file is opened and checked exactly as
-        :meth:`read` opens and checks it, and raises what it raises; nothing is returned. A
-        filesystem that refuses the hint (it is only one) is not an error."""
-        self._with_regular(check_leaf(parts, "read"), "read", _advise_willneed)
+    def read_many(
+        self, folder: Components, names: Sequence[str], *, max_bytes: int
+    ) -> Generator[tuple[str, ReadResult | SandboxError]]:
+        """What :meth:`read` gives for each file ``folder/name``, in order: its
+        :class:`ReadResult`, or the :class:`~sandbox.errors.SandboxError` its read raises
+        (each file is opened and checked exactly as :meth:`read` opens and checks it).
+
+        For a caller about to read many files of one folder (an index build): each window
+        of :data:`READ_MANY_WINDOW` files is opened and named to the kernel
+        (``posix_fadvise(POSIX_FADV_WILLNEED)``) before the first of them is read, so that
+        their reads from a cold disk overlap instead of each waiting in turn, with one open
+        per file. A file's content is that of the very file opened (a rename over it
+        meanwhile is read next time). At most a window of descriptors is held, and they
+        are closed when the iterator is closed or dropped half-way."""
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        checked: list[tuple[str, Components | SandboxError]] = []
+        for name in names:
+            try:
+                checked.append((name, check_leaf((*folder, name), "read")))
+            except SandboxError as exc:
+                checked.append((name, exc))
+        for start in range(0, len(checked), READ_MANY_WINDOW):
+            window = checked[start : start + READ_MANY_WINDOW]
+            held: dict[int, tuple[int, os.stat_result]] = {}  # place in window: open file
+            failed: dict[int, SandboxError] = {}
+            try:
+                for place, (_name, parts) in enumerate(window):
+                    if isinstance(parts, SandboxError):
+                        continue
+                    try:
+                        fd, st = self._open_regular(parts, "read")
+                    except SandboxError as exc:
+                        failed[place] = exc
+                        continue
+                    held[place] = (fd, st)
+                    _advise_willneed(fd, st)
+                for place, (name, parts) in enumerate(window):
+                    if isinstance(parts, SandboxError):
+                        yield name, parts
+                        continue
+                    if place in failed:
+                        yield name, failed[place]
+                        continue
+                    fd, st = held.pop(place)
+                    try:
+                        result: ReadResult | SandboxError = read_result(
+                            read_fd(fd, st, max_bytes, parts), st
+                        )
+                    except SandboxError as exc:
+                        result = exc
+                    finally:
+                        os.close(fd)
+                    yield name, result
+            finally:
+                for fd, _st in held.values():
+                    os.close(fd)
 
     def _with_regular(
         self, parts: Components, op: str, use: Callable[[int, os.stat_result], _T]
     ) -> _T:
-        """``use(fd, stat)`` on the regular file ``parts``, opened beneath the root (no
-        symlink followed, no FIFO blocked on, hard links refused unless allowed). ``parts``
-        checked by ``check_leaf`` (read checks them first, as before, then its bound)."""
+        """``use(fd, stat)`` on the regular file ``parts`` (:meth:`_open_regular`), closed
+        afterwards."""
+        fd, st = self._open_regular(parts, op)
+        try:
+            return use(fd, st)
+        finally:
+            os.close(fd)
+
+    def _open_regular(self, parts: Components, op: str) -> tuple[int, os.stat_result]:
+        """A descriptor on the regular file ``parts``, opened beneath the root (no symlink
+        followed, no FIFO blocked on, hard links refused unless allowed), and its fstat;
+        the caller closes it. ``parts`` checked by ``check_leaf`` (read checks them first,
+        as before, then its bound)."""
         h = self._h
         h.enter()
         try:
@@ -355,17 +421,12 @@ class Root:
                     fd = open_read(h.fd, "/".join(parts))
                 except OSError as exc:
                     raise_resolved(h, exc.errno, parts, op)
-                st = regular_stat(h, fd, parts, op, hardlinks_ok)
-            else:
-                parent = open_dir(h, parts[:-1], O_DIR_PATH, op)
-                try:
-                    fd, st = open_regular(h, parent, parts, op, hardlinks_ok=hardlinks_ok)
-                finally:
-                    release(h, parent)
+                return fd, regular_stat(h, fd, parts, op, hardlinks_ok)
+            parent = open_dir(h, parts[:-1], O_DIR_PATH, op)
             try:
-                return use(fd, st)
+                return open_regular(h, parent, parts, op, hardlinks_ok=hardlinks_ok)
             finally:
-                os.close(fd)
+                release(h, parent)
         finally:
             h.leave()
 

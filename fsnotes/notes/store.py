@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -150,6 +150,38 @@ class NoteStore:
         self.check_note_path(parts)
         result = self.root.read(parts, max_bytes=MAX_NOTE_BYTES)
         return self._note(parts, result)
+
+    def read_many(
+        self, folder: Components, names: Sequence[str]
+    ) -> Generator[tuple[str, Note | NoteError | SandboxError]]:
+        """What :meth:`read` gives for each note ``folder/name``, in order: the note, or the
+        error its read raises (:meth:`Root.read_many`: one open per file, a window of them
+        named to the kernel before the first is read)."""
+        wanted: list[str] = []
+        refused: dict[str, NoteError] = {}
+        for name in names:
+            try:
+                self.check_note_path((*folder, name))
+            except NoteError as exc:
+                refused[name] = exc
+                continue
+            wanted.append(name)
+        results = self.root.read_many(folder, wanted, max_bytes=MAX_NOTE_BYTES)
+        try:
+            for name in names:
+                if name in refused:
+                    yield name, refused[name]
+                    continue
+                _name, result = next(results)
+                if isinstance(result, SandboxError):
+                    yield name, result
+                    continue
+                try:
+                    yield name, self._note((*folder, name), result)
+                except NoteError as exc:
+                    yield name, exc
+        finally:
+            results.close()  # its open files (a consumer that stops half-way)
 
     def text(self, parts: Components) -> str:
         """A note's text alone, without analysing it (search's excerpts read it: the

@@ -192,37 +192,89 @@ def test_read_refuses_directory_and_missing(root: Root, ws: Path) -> None:
         root.read((), max_bytes=10)
 
 
-def test_prefetch_checks_a_file_as_read_does_and_reads_nothing(
+def test_read_many_checks_each_file_as_read_does_and_gives_what_read_gives(
     root: Root, ws: Path, tmp_path: Path, resolver: Resolver
 ) -> None:
-    """Root.prefetch only hints the kernel, but it opens the file as read does: a symlink
-    (to outside or not), a directory, a FIFO (without blocking) and a hard link are refused
-    the same way, before any hint is given."""
+    """Root.read_many opens each file as read does: a symlink (to outside or not), a
+    directory, a FIFO (without blocking), a hard link, a missing file and a name layer 1
+    refuses each give the error read raises, in their place, and the rest their content."""
     from sandbox.errors import Escape
 
     (ws / "note.md").write_text("words")
-    assert root.prefetch(("note.md",)) is None
+    (ws / "big.md").write_text("x" * 50)
     secret = tmp_path / "secret.txt"
     secret.write_text("outside")
     os.symlink(secret, ws / "out.md")
     os.symlink("note.md", ws / "in.md")
     (ws / "d").mkdir()
     os.mkfifo(ws / "pipe.md")
-    os.link(ws / "note.md", ws / "twin.md")
-    for name, error in (
-        ("out.md", Escape),
-        ("in.md", Escape),
-        ("d", NotARegularFile),
-        ("pipe.md", NotARegularFile),
-        ("twin.md", HardLinked),
-        ("nope.md", NotFound),
-    ):
-        with pytest.raises(error):
-            root.prefetch((name,))
-        with pytest.raises(error):
-            root.read((name,), max_bytes=100)
+    (ws / "shared.md").write_text("twice")
+    os.link(ws / "shared.md", ws / "twin.md")
+    names = ["out.md", "note.md", "in.md", "d", "pipe.md", "twin.md", "nope.md", "..", "big.md"]
+    got = list(root.read_many((), names, max_bytes=10))
+    assert [name for name, _ in got] == names
+    for name, result in got:
+        try:
+            expected: object = root.read((name,), max_bytes=10)
+        except SandboxError as exc:
+            expected = exc
+        if isinstance(expected, SandboxError):
+            assert type(result) is type(expected), name
+            assert str(result) == str(expected), name
+        else:
+            assert result == expected, name
+    assert dict(got)["note.md"] == root.read(("note.md",), max_bytes=10)
+    assert isinstance(dict(got)["out.md"], Escape)
+    assert isinstance(dict(got)["big.md"], TooLarge)
     with Root.open(ws, resolver=resolver, allow_hardlinked_reads=True) as r:
-        r.prefetch(("twin.md",))
+        [(_, twin)] = list(r.read_many((), ["twin.md"], max_bytes=10))
+        assert isinstance(twin, ReadResult) and twin.data == b"twice"
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_read_many_names_a_window_to_the_kernel_before_reading_and_closes_what_it_holds(
+    root: Root, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file of a window is opened and hinted (posix_fadvise WILLNEED) before the
+    first of them is read; at most a window of descriptors is held, and a caller that stops
+    half-way leaves none open."""
+    import sandbox.root as rootmod
+
+    monkeypatch.setattr(rootmod, "READ_MANY_WINDOW", 3)
+    for i in range(7):
+        (ws / f"n{i}.md").write_text(f"note {i}")
+    events: list[str] = []
+    advise = rootmod._advise_willneed
+    read_fd = rootmod.read_fd
+
+    def hinting(fd: int, st: os.stat_result) -> None:
+        events.append("hint")
+        advise(fd, st)
+
+    def reading(fd: int, st: os.stat_result, max_bytes: int, parts: tuple[str, ...]) -> bytes:
+        events.append("read " + parts[-1])
+        return read_fd(fd, st, max_bytes, parts)
+
+    monkeypatch.setattr(rootmod, "_advise_willneed", hinting)
+    monkeypatch.setattr(rootmod, "read_fd", reading)
+    names = [f"n{i}.md" for i in range(7)]
+    got = []
+    for name, result in root.read_many((), names, max_bytes=100):
+        assert isinstance(result, ReadResult)
+        got.append((name, result.data))
+    assert got == [(f"n{i}.md", f"note {i}".encode()) for i in range(7)]
+    windows = [names[0:3], names[3:6], names[6:7]]
+    assert events == [e for w in windows for e in ["hint"] * len(w) + [f"read {n}" for n in w]]
+
+    before = _open_fds()
+    many = root.read_many((), names, max_bytes=100)
+    next(many)
+    assert _open_fds() == before + 2  # the rest of the first window
+    many.close()
+    assert _open_fds() == before
 
 
 def test_read_refuses_hard_linked_file_unless_allowed(ws: Path, resolver: Resolver) -> None:

@@ -316,38 +316,51 @@ def _merge_settings(catalog: Catalog) -> dict[str, dict[str, object]]:
         conn.close()
 
 
-def test_a_build_names_each_batchs_notes_to_the_kernel_before_reading_them(
+def test_a_build_names_each_window_of_notes_to_the_kernel_before_reading_them(
     servers: tuple[Server, Server], vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every note of a batch is prefetched (Root.prefetch) before the first of them is
-    read, so that reads from a cold disk overlap; one that fails to open is left to the
-    read (here: removed after the listing, so the build drops it, and fails nothing)."""
-    from sandbox.root import Root
+    """A build reads a folder's notes with Root.read_many: each window of them is opened
+    and hinted to the kernel before the first is read, so that reads from a cold disk
+    overlap, and each note is opened once. A note removed after the listing fails only its
+    own open: the build drops it and fails nothing."""
+    import sandbox.root as rootmod
 
+    monkeypatch.setattr(rootmod, "READ_MANY_WINDOW", 8)
     catalog = _catalog(servers[0])
     events: list[tuple[str, str]] = []
-    prefetch, read = Root.prefetch, Root.read
+    advise, read_fd, open_regular = (
+        rootmod._advise_willneed,
+        rootmod.read_fd,
+        rootmod.Root._open_regular,
+    )
 
-    def hinting(self: Root, parts: tuple[str, ...]) -> None:
-        events.append(("hint", "/".join(parts)))
-        if parts == ("many", "n05.md"):
-            (vault / "many" / "n05.md").unlink()
-        prefetch(self, parts)
+    def opening(self: Any, parts: tuple[str, ...], op: str) -> Any:
+        events.append(("open", "/".join(parts)))
+        if parts == ("many", "n01.md"):
+            (vault / "many" / "n12.md").unlink()  # in the next window: not opened yet
+        return open_regular(self, parts, op)
 
-    def reading(self: Root, parts: tuple[str, ...], **kwargs: Any) -> Any:
+    def hinting(fd: int, st: Any) -> None:
+        events.append(("hint", events[-1][1]))  # the file opened just before
+        advise(fd, st)
+
+    def reading(fd: int, st: Any, max_bytes: int, parts: tuple[str, ...]) -> bytes:
         events.append(("read", "/".join(parts)))
-        return read(self, parts, **kwargs)
+        return read_fd(fd, st, max_bytes, parts)
 
-    monkeypatch.setattr(Root, "prefetch", hinting)
-    monkeypatch.setattr(Root, "read", reading)
+    monkeypatch.setattr(rootmod.Root, "_open_regular", opening)
+    monkeypatch.setattr(rootmod, "_advise_willneed", hinting)
+    monkeypatch.setattr(rootmod, "read_fd", reading)
     report = catalog.rescan()
     assert report is not None and report.indexed == len(NOTES) + MANY - 1
+    assert catalog.index.get(("many", "n12.md")) is None
+    assert catalog.index.get(("many", "n13.md")) is not None
     many = [(kind, path) for kind, path in events if path.startswith("many/")]
-    hints = [path for kind, path in many if kind == "hint"]
-    assert sorted(hints) == [f"many/n{i:02}.md" for i in range(MANY)]
-    first_read = next(i for i, (kind, _path) in enumerate(many) if kind == "read")
-    assert all(kind == "hint" for kind, _path in many[:first_read])
-    assert len(many[:first_read]) == MANY
+    opens = [path for kind, path in many if kind == "open"]
+    assert sorted(opens) == [f"many/n{i:02}.md" for i in range(MANY)]  # once each
+    # Within each window: every open (and hint) before the first read.
+    first_window = many[: many.index(next(e for e in many if e[0] == "read"))]
+    assert [kind for kind, _ in first_window] == ["open", "hint"] * 8
 
 
 def test_a_build_checkpoints_its_wal_less_often_then_as_before(
