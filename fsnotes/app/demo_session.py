@@ -87,13 +87,16 @@ async def _scripted(vault: Path, base: Path, devnull: Any) -> None:
 
     person_answers: list[dict[str, Any]] = []
 
-    async def person(ctx: ClientRequestContext, p: types.ElicitRequestParams) -> types.ElicitResult:
+    # Named as in the SDK's ElicitationFnT protocol, which type checkers match by name.
+    async def person(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
         _say("┌─ the host shows the person a form ─────────────────────────────", 4)
-        _say(f"│ {p.message}", 4)
-        if isinstance(p, types.ElicitRequestFormParams):
-            for option in p.requested_schema["properties"]["note_id"]["oneOf"]:
+        _say(f"│ {params.message}", 4)
+        if isinstance(params, types.ElicitRequestFormParams):
+            for option in params.requested_schema["properties"]["note_id"]["oneOf"]:
                 _say(f"│   ( ) {option['title']}", 4)
-            _say(f"│   [ ] {p.requested_schema['properties']['confirm']['title']}", 4)
+            _say(f"│   [ ] {params.requested_schema['properties']['confirm']['title']}", 4)
         answer = person_answers.pop(0)
         _say(f"└─ the person answers: {json.dumps(answer)}", 4)
         return types.ElicitResult(**answer)
@@ -265,12 +268,14 @@ async def _scripted(vault: Path, base: Path, devnull: Any) -> None:
         while isinstance(result, types.InputRequiredResult):
             _say(f"  input required; requestState={str(result.request_state)[:32]}…", 2)
             person_answers.append({"action": "decline"})
-            responses = {
-                k: await s.dispatch_input_request(
+            responses: types.InputResponses = {}
+            for k, req in (result.input_requests or {}).items():
+                answer = await s.dispatch_input_request(
                     ClientRequestContext(session=s, request_id=k), req
                 )
-                for k, req in (result.input_requests or {}).items()
-            }
+                if isinstance(answer, types.ErrorData):
+                    raise DemoFailure(f"the host could not answer input request {k}: {answer}")
+                responses[k] = answer
             result = await s.call_tool(
                 "notes_delete",
                 args,
@@ -352,19 +357,21 @@ async def _setup_session(vault: Path, base: Path, devnull: Any) -> None:
     port = _free_port()
     approvals: list[Any] = []
 
-    async def host(ctx: ClientRequestContext, p: types.ElicitRequestParams) -> types.ElicitResult:
-        if not isinstance(p, types.ElicitRequestURLParams):
+    async def host(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        if not isinstance(params, types.ElicitRequestURLParams):
             raise DemoFailure("expected a URL-mode request")
         _say("┌─ the host asks the person to open a page ──────────────────────", 4)
-        _say(f"│ {p.message}", 4)
-        _say(f"│ {p.url}", 4)
+        _say(f"│ {params.message}", 4)
+        _say(f"│ {params.url}", 4)
         _say("└─ the person agrees; their browser opens it (the model never sees the page)", 4)
         code = (state / "setup-code").read_text().strip()
 
         def later() -> None:
             # The person, not the host: they act in their browser after the host answered.
             time.sleep(0.3)
-            heading = _person_on_the_page(p.url, code)
+            heading = _person_on_the_page(params.url, code)
             _say(f"   (on the page, the person types the setup code and approves: {heading!r})")
             approvals.append(heading)
 

@@ -191,8 +191,8 @@ def test_a_build_answers_searches_and_listings_as_note_by_note_writes(
             found = svc.notes_search(None, query, None, None, None)
             seen.append([h.model_dump() for h in found.results])
         for tag in ("todo", "many", "home", "deep", "Ärger", "nultag"):
-            found = svc.notes_list(None, None, tag, None, None)
-            seen.append([n.model_dump() for n in found.notes])
+            listed = svc.notes_list(None, None, tag, None, None)
+            seen.append([n.model_dump() for n in listed.notes])
         answers.append(seen)
     assert answers[0] == answers[1]
     assert all(answers[0][:3]), answers[0]
@@ -324,15 +324,12 @@ def test_a_build_names_each_window_of_notes_to_the_kernel_before_reading_them(
     overlap, and each note is opened once. A note removed after the listing fails only its
     own open: the build drops it and fails nothing."""
     import sandbox.root as rootmod
+    from sandbox._resolve import read_fd
 
     monkeypatch.setattr(rootmod, "READ_MANY_WINDOW", 8)
     catalog = _catalog(servers[0])
     events: list[tuple[str, str]] = []
-    advise, read_fd, open_regular = (
-        rootmod._advise_willneed,
-        rootmod.read_fd,
-        rootmod.Root._open_regular,
-    )
+    advise, open_regular = rootmod._advise_willneed, rootmod.Root._open_regular
 
     def opening(self: Any, parts: tuple[str, ...], op: str) -> Any:
         events.append(("open", "/".join(parts)))
