@@ -93,10 +93,13 @@ class Server:
     audit: Auditor
 
     def close(self) -> None:
+        """Close what :func:`build` opened: the indexes, the setup page's store, the
+        workspaces, every state store's connections (each thread's)."""
         self.catalogs.close()
         self.setup.close()
         for root in self.roots:
             root.close()
+        self.history.close()
         self.shared.close()
 
 

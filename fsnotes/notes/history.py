@@ -99,6 +99,10 @@ class History:
     def enabled(self) -> bool:
         return self.store is not None
 
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
     @contextlib.contextmanager
     def keeping(
         self,

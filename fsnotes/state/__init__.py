@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         Version,
     )
     from fsnotes.state.moves import MoveJournalError, SQLMoveJournal, open_moves
+    from fsnotes.state.perthread import PerThread
     from fsnotes.state.replay import (
         AlreadyUsed,
         ClaimNotRecorded,
@@ -73,6 +74,7 @@ __all__ = [
     "HistoryUnavailable",
     "LocalDB",
     "MoveJournalError",
+    "PerThread",
     "Record",
     "ReplayStore",
     "SQLMoveJournal",
@@ -115,6 +117,7 @@ _HOME = {
     "LocalDB": "sqlite",
     "MoveJournalError": "moves",
     "PENDING": "audit",
+    "PerThread": "perthread",
     "Record": "audit",
     "ReplayStore": "replay",
     "SQL": "database",

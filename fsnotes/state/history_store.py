@@ -200,8 +200,9 @@ class HistoryStore:
         self._clock = clock
         self._db: Database
         self._lock: WritersLock
+        self._sqlite: LocalDB | None = None  # its own file, closed by close()
         if shared is None or shared.postgres is None:
-            self._db = _open_sqlite(state_dir)
+            self._db = self._sqlite = _open_sqlite(state_dir)
             self._lock = FileLock(state_dir, _error)
         else:
             from fsnotes.state.postgres import PgDB
@@ -406,6 +407,12 @@ class HistoryStore:
             (used,) = db.execute(f"SELECT bytes FROM {self._t.usage}").fetchone()
             (count,) = db.execute(f"SELECT COUNT(*) FROM {self._t.version}").fetchone()
         return int(used), int(count)
+
+    def close(self) -> None:
+        """Close the state directory's file, every thread's connection to it (on PostgreSQL
+        the shared state's pool is closed with it). Later uses raise HistoryUnavailable."""
+        if self._sqlite is not None:
+            self._sqlite.close()
 
     # --- inside a transaction -------------------------------------------------------------
 

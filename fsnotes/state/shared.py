@@ -47,6 +47,8 @@ class SharedState:
 
     state_dir: Path
     postgres: Postgres | None = field(default=None, repr=False)
+    # The SQLite databases given out, closed with this (their connections are per thread).
+    _sqlite: list[LocalDB] = field(default_factory=list, repr=False, init=False)
 
     @classmethod
     def open(cls, state_dir: Path, database: str | None, *, pooled: bool = True) -> SharedState:
@@ -79,7 +81,9 @@ class SharedState:
         """Store ``name``'s database (``timeout``: SQLite's lock wait; PostgreSQL's waits
         are the session's, see :mod:`fsnotes.state.postgres`)."""
         if self.postgres is None:
-            return LocalDB(self.state_dir / DB_FILES[name], timeout=timeout, error=error)
+            db = LocalDB(self.state_dir / DB_FILES[name], timeout=timeout, error=error)
+            self._sqlite.append(db)
+            return db
         from fsnotes.state.postgres import PgDB
 
         return PgDB(self.postgres, name, error=error)
@@ -97,6 +101,10 @@ class SharedState:
         return [] if self.postgres is None else self.postgres.read_paths()
 
     def close(self) -> None:
+        """Close every database given out: each thread's SQLite connections, or the
+        PostgreSQL pool and change feeds. Later uses raise the stores' exceptions."""
+        for db in self._sqlite:
+            db.close()
         if self.postgres is not None:
             with contextlib.suppress(Exception):
                 self.postgres.close()

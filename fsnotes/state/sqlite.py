@@ -2,9 +2,10 @@
 embedded :class:`~fsnotes.state.database.Database`, the default backend.
 
 One connection per thread (sqlite3 connections must not be shared across threads
-mid-transaction, and handlers run in worker threads), WAL with full fsync, and critical
-sections as ``BEGIN IMMEDIATE`` transactions: they take the database's single write lock
-up front, so processes sharing the state directory serialise on it.
+mid-transaction, and handlers run in worker threads), all closed by :meth:`LocalDB.close`
+(:mod:`fsnotes.state.perthread`); WAL with full fsync; and critical sections as
+``BEGIN IMMEDIATE`` transactions: they take the database's single write lock up front, so
+processes sharing the state directory serialise on it.
 
 Creation is serialised too (:meth:`LocalDB.create`, under the state directory's set-up
 lock). Two connections switching a fresh database to WAL at the same moment can deadlock on
@@ -23,12 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from fsnotes.state import statedir
 from fsnotes.state.database import Dialect
+from fsnotes.state.perthread import PerThread
 
 # SQLite's primary result codes for "someone else holds the lock" (extended codes such as
 # SQLITE_BUSY_SNAPSHOT share the prefix).
@@ -70,7 +71,9 @@ class LocalDB:
         self._timeout = timeout
         self._error = error
         self._pragmas = tuple(pragmas)
-        self._local = threading.local()
+        self._conns = PerThread(
+            self._open, closed=lambda: error("is closed (the server is shutting down)")
+        )
 
     def create(self, schema: Sequence[str]) -> None:
         """Create or migrate the database (files private, WAL, ``schema`` in one transaction).
@@ -89,15 +92,15 @@ class LocalDB:
         except statedir.StateFileError as exc:
             raise self._error(f"cannot be used ({exc})") from None
 
-    def connect(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is not None:
-            return db
+    def _open(self) -> sqlite3.Connection:
+        """A new connection for the calling thread (see :class:`PerThread`)."""
         try:
             # timeout= installs the busy handler before any statement runs, the WAL switch
-            # included.
-            db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+            # included. check_same_thread=False only so that close() may close an idle
+            # connection of another thread; each is used by its own thread alone.
+            db = sqlite3.connect(
+                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
         except sqlite3.Error as exc:
             raise self._error(describe(exc)) from None
         try:
@@ -108,8 +111,12 @@ class LocalDB:
         except sqlite3.Error as exc:
             db.close()
             raise self._error(describe(exc)) from None
-        self._local.db = db
         return db
+
+    def close(self) -> None:
+        """Close every thread's connection (a busy one when its block ends); later uses
+        raise the store's exception."""
+        self._conns.close()
 
     def watch(self, channel: str, on_change: Callable[[], bool]) -> None:
         """No change feed: a reader sees a change by reading (a local file, no wait)."""
@@ -121,11 +128,11 @@ class LocalDB:
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection for reads (and single autocommit statements)."""
-        db = self.connect()
-        try:
-            yield db
-        except sqlite3.Error as exc:
-            raise self._error(describe(exc)) from None
+        with self._conns.using() as db:
+            try:
+                yield db
+            except sqlite3.Error as exc:
+                raise self._error(describe(exc)) from None
 
     @contextlib.contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
@@ -135,24 +142,24 @@ class LocalDB:
         store's exception is raised; so it is for any database error inside the block.
         Other exceptions from the block propagate unchanged after the rollback.
         """
-        db = self.connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise self._error(describe(exc)) from None
-        try:
-            yield db
-        except sqlite3.Error as exc:
-            _rollback(db)
-            raise self._error(describe(exc)) from None
-        except BaseException:
-            _rollback(db)
-            raise
-        try:
-            db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(db)
-            raise self._error(describe(exc)) from None
+        with self._conns.using() as db:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._error(describe(exc)) from None
+            try:
+                yield db
+            except sqlite3.Error as exc:
+                _rollback(db)
+                raise self._error(describe(exc)) from None
+            except BaseException:
+                _rollback(db)
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(db)
+                raise self._error(describe(exc)) from None
 
     @contextlib.contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -163,17 +170,17 @@ class LocalDB:
             with self.immediate() as db:
                 yield db
             return
-        db = self.connect()
-        try:
-            db.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.Error as exc:
-            raise self._error(describe(exc)) from None
-        try:
-            with self.immediate() as db:
-                yield db
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("PRAGMA synchronous=FULL")
+        with self._conns.using() as db:  # the same connection as immediate()'s (nested)
+            try:
+                db.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.Error as exc:
+                raise self._error(describe(exc)) from None
+            try:
+                with self.immediate() as db:
+                    yield db
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("PRAGMA synchronous=FULL")
 
 
 def _rollback(db: sqlite3.Connection) -> None:

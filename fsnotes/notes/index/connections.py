@@ -1,22 +1,22 @@
 """Connections to an index file and what its SQLite errors mean.
 
 One connection per thread (sqlite3 objects must not cross threads mid-transaction), all
-retired at once when the file is replaced; the settings every connection gets; a write
-transaction's note count; and the sorting of SQLite's errors into busy (retry), damaged
-(rebuild), unavailable (retry later, report) and a refused query. The file itself is
-:mod:`fsnotes.notes.index.noteindex`'s.
+retired at once when the file is replaced and closed with the index; the settings every
+connection gets; a write transaction's note count; and the sorting of SQLite's errors into
+busy (retry), damaged (rebuild), unavailable (retry later, report) and a refused query. The
+file itself is :mod:`fsnotes.notes.index.noteindex`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from fsnotes.notes.index.db import sqlite
 from fsnotes.state import statedir
+from fsnotes.state.perthread import PerThread
 
 # A reader or writer waits this long for another connection's write to finish (a batch of
 # the scanner commits in well under a second) before the call fails as busy.
@@ -113,56 +113,48 @@ def classify(exc: sqlite.Error, folder: Path | None = None) -> IndexProblem:
 
 
 class Connections:
-    """One connection per thread to the current file; all replaced at once on rebuild.
+    """One connection per thread to the current file, used inside :meth:`using`; all
+    replaced at once on rebuild (:meth:`reset`) and all closed by :meth:`close`.
 
-    A connection is only ever used, and closed, by the thread that opened it (or once that
-    thread has ended): closing one from another thread while it runs a statement crashes
-    the process inside SQLite. So :meth:`reset` closes the calling thread's connection and
-    those of threads that have ended, and retires the others: each live thread closes its
-    old connection the next time it asks for one.
+    Closing a connection from another thread while it runs a statement crashes the process
+    inside SQLite, so an idle connection is closed at once and a busy one when its thread's
+    block ends (:class:`~fsnotes.state.perthread.PerThread`).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.generation = 0
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._owners: list[tuple[threading.Thread, sqlite.Connection]] = []
+        self._threads: PerThread[sqlite.Connection] = PerThread(
+            self._open, closed=lambda: IndexUnavailable("the search index is closed")
+        )
 
-    def get(self) -> sqlite.Connection:
-        held = getattr(self._local, "held", None)
-        if held is not None:
-            generation, conn = held
-            if generation == self.generation:
-                return conn  # type: ignore[no-any-return]
-            self._local.held = None
-            self._close_own(conn)
-        # check_same_thread=False only so that reset() may close the connection of a thread
-        # that has ended; a live thread's connection is only touched by that thread.
-        conn = sqlite.connect(self.path, isolation_level=None, check_same_thread=False)
-        _configure(conn)
-        self._local.held = (self.generation, conn)
-        with self._lock:
-            self._owners.append((threading.current_thread(), conn))
-        return conn
+    @property
+    def open_count(self) -> int:
+        return self._threads.open_count
 
-    def _close_own(self, conn: sqlite.Connection) -> None:
-        with self._lock:
-            self._owners = [(t, c) for t, c in self._owners if c is not conn]
-        with contextlib.suppress(sqlite.Error):
-            conn.close()
+    def using(self) -> contextlib.AbstractContextManager[sqlite.Connection]:
+        """This thread's connection for the block (blocks nest). IndexUnavailable after
+        :meth:`close`; sqlite.Error if it cannot be opened."""
+        return self._threads.using()
 
     def reset(self) -> None:
-        """Retire every connection; close the ones no live thread can be using."""
-        me = threading.current_thread()
-        with self._lock:
-            self.generation += 1
-            closable = [c for t, c in self._owners if t is me or not t.is_alive()]
-            self._owners = [(t, c) for t, c in self._owners if t is not me and t.is_alive()]
-        self._local.held = None
-        for conn in closable:
-            with contextlib.suppress(sqlite.Error):
-                conn.close()
+        """Retire every connection (the file was replaced): each thread's next block opens
+        a new one."""
+        self._threads.retire()
+
+    def close(self) -> None:
+        self._threads.close()
+
+    def _open(self) -> sqlite.Connection:
+        """A new connection (its errors are the callers' to sort, as any statement's)."""
+        # check_same_thread=False only so that an idle connection can be closed from another
+        # thread; each is used by its own thread alone.
+        conn = sqlite.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            _configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
 
 def _configure(conn: sqlite.Connection) -> None:

@@ -167,12 +167,12 @@ class NoteIndex(IndexReads):
 
     def _usable(self) -> bool:
         try:
-            conn = self._conns.get()
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                return False
-            found = conn.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
-            return found is not None and found[0] == self.fingerprint
+            with self._conns.using() as conn:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version != SCHEMA_VERSION:
+                    return False
+                found = conn.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
+                return found is not None and found[0] == self.fingerprint
         except sqlite.Error as exc:
             problem = classify(exc, self.path.parent)
             if isinstance(problem, IndexBusy):
@@ -203,19 +203,21 @@ class NoteIndex(IndexReads):
         # main file's permission bits.
         statedir.prepare_database(self.path)
         try:
-            conn = self._conns.get()
-            # Before any table: freed pages can be given back to the filesystem (see
-            # _compact; a page freed by a later write is reused first, never lost).
-            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            conn.execute("PRAGMA journal_mode=WAL")
-            # One transaction: the tables, the meta rows and the version appear together or
-            # not at all. A file left half made (a full disk) would look damaged to the next
-            # open, which would then rebuild, fail and rebuild again.
-            conn.executescript(
-                f"BEGIN; {SCHEMA} INSERT INTO meta(key, value) VALUES "
-                f"('fingerprint', {_sql_text(self.fingerprint)}), ('complete', '0'), "
-                f"('notes', '0'); PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
-            )
+            # The block ends before the except clause: reset() there closes the connection
+            # (idle by then) before its files are removed.
+            with self._conns.using() as conn:
+                # Before any table: freed pages can be given back to the filesystem (see
+                # _compact; a page freed by a later write is reused first, never lost).
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("PRAGMA journal_mode=WAL")
+                # One transaction: the tables, the meta rows and the version appear together
+                # or not at all. A file left half made (a full disk) would look damaged to
+                # the next open, which would then rebuild, fail and rebuild again.
+                conn.executescript(
+                    f"BEGIN; {SCHEMA} INSERT INTO meta(key, value) VALUES "
+                    f"('fingerprint', {_sql_text(self.fingerprint)}), ('complete', '0'), "
+                    f"('notes', '0'); PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+                )
         except sqlite.Error as exc:
             problem = classify(exc, self.path.parent)
             self._conns.reset()
@@ -248,7 +250,9 @@ class NoteIndex(IndexReads):
             self._create_locked(reason="damaged")
 
     def close(self) -> None:
-        self._conns.reset()
+        """Close every thread's connection (a busy one when its block ends); later uses
+        raise IndexUnavailable."""
+        self._conns.close()
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -260,37 +264,40 @@ class NoteIndex(IndexReads):
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (parameters bound); errors as IndexProblem."""
         try:
-            return self._conns.get().execute(sql, params).fetchall()
+            with self._conns.using() as conn:
+                return conn.execute(sql, params).fetchall()
         except sqlite.Error as exc:
             raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Tx]:
-        conn = self._conns.get()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite.Error as exc:
-            raise classify(exc, self.path.parent) from None
-        tx = Tx(conn)
-        try:
-            yield tx
-            if tx.delta:
-                conn.execute("UPDATE meta SET value = value + ? WHERE key = 'notes'", (tx.delta,))
-        except sqlite.Error as exc:
-            with contextlib.suppress(sqlite.Error):
-                conn.execute("ROLLBACK")
-            raise classify(exc, self.path.parent) from None
-        except BaseException:
-            with contextlib.suppress(sqlite.Error):
-                conn.execute("ROLLBACK")
-            raise
-        else:
+        with self._conns.using() as conn:
             try:
-                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite.Error as exc:
+                raise classify(exc, self.path.parent) from None
+            tx = Tx(conn)
+            try:
+                yield tx
+                if tx.delta:
+                    conn.execute(
+                        "UPDATE meta SET value = value + ? WHERE key = 'notes'", (tx.delta,)
+                    )
             except sqlite.Error as exc:
                 with contextlib.suppress(sqlite.Error):
                     conn.execute("ROLLBACK")
                 raise classify(exc, self.path.parent) from None
+            except BaseException:
+                with contextlib.suppress(sqlite.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite.Error as exc:
+                    with contextlib.suppress(sqlite.Error):
+                        conn.execute("ROLLBACK")
+                    raise classify(exc, self.path.parent) from None
 
     @contextlib.contextmanager
     def bulk(self, notes: int) -> Iterator[None]:
@@ -306,28 +313,28 @@ class NoteIndex(IndexReads):
         end (until then a lookup by stem or link target reads the whole table: slower,
         never wrong). The merge settings and the dropped indexes are persistent: a build
         killed halfway leaves them so, and every scan first puts them back."""
-        conn = self._conns.get()
-        building = notes >= BUILD_NOTES
-        try:
-            conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
-            if building:
-                conn.execute(f"PRAGMA wal_autocheckpoint={BUILD_WAL_AUTOCHECKPOINT_PAGES}")
-            self._merging(conn, building=building)
-            self._deferred(conn, building=building)
-        except sqlite.Error as exc:
-            raise classify(exc, self.path.parent) from None
-        try:
-            yield
-        finally:
-            with contextlib.suppress(sqlite.Error):
-                conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-                conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
-                self._merging(conn, building=False)
-                self._deferred(conn, building=False)
+        with self._conns.using() as conn:
+            building = notes >= BUILD_NOTES
+            try:
+                conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
                 if building:
-                    for table in ("fts", "tfts"):
-                        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-                    self._compact(conn)
+                    conn.execute(f"PRAGMA wal_autocheckpoint={BUILD_WAL_AUTOCHECKPOINT_PAGES}")
+                self._merging(conn, building=building)
+                self._deferred(conn, building=building)
+            except sqlite.Error as exc:
+                raise classify(exc, self.path.parent) from None
+            try:
+                yield
+            finally:
+                with contextlib.suppress(sqlite.Error):
+                    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+                    conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+                    self._merging(conn, building=False)
+                    self._deferred(conn, building=False)
+                    if building:
+                        for table in ("fts", "tfts"):
+                            conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+                        self._compact(conn)
 
     @staticmethod
     def _compact(conn: sqlite.Connection) -> None:

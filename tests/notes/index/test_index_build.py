@@ -370,7 +370,8 @@ def test_a_build_checkpoints_its_wal_less_often_then_as_before(
     upsert = indexmod.NoteIndex.upsert
 
     def watching(self: indexmod.NoteIndex, docs: Any, **kwargs: Any) -> int:
-        during.append(self._conns.get().execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+        with self._conns.using() as conn:
+            during.append(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
         return upsert(self, docs, **kwargs)
 
     with monkeypatch.context() as m:
@@ -378,8 +379,8 @@ def test_a_build_checkpoints_its_wal_less_often_then_as_before(
         m.setattr(indexmod.NoteIndex, "upsert", watching)
         assert catalog.rescan() is not None
     assert during and set(during) == {indexmod.BUILD_WAL_AUTOCHECKPOINT_PAGES}, during
-    conn = catalog.index._conns.get()
-    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    with catalog.index._conns.using() as conn:
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
 
 
 def test_merge_settings_and_indexes_a_killed_build_left_are_put_back_by_the_next_scan(

@@ -288,8 +288,8 @@ def test_rewrite_helpers_open_no_index_connections_of_their_own(
     server: Server, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The helper threads of a rewrite end with the move; an index connection one of them
-    # opened would stay open until the index is next replaced (one more per move). Every
-    # index write of a rewrite happens on the calling thread, however full the batch gets.
+    # opened would be one more to open (and, once it ended, close) per move. Every index
+    # write of a rewrite happens on the calling thread, however full the batch gets.
     from fsnotes.notes.index import catalog as catalog_module
 
     monkeypatch.setattr(catalog_module, "BATCH_NOTES", 1)
@@ -298,10 +298,10 @@ def test_rewrite_helpers_open_no_index_connections_of_their_own(
     notes = acting(server)
     notes.notes_list(None, None, None, None, 1)
     connections = server.catalogs.current()[0].index._conns
-    before = len(connections._owners)
+    before = connections.open_count
     here, there = "projects/budget.md", "money/costs.md"
     for _ in range(3):
         moved = notes.notes_move(uri(vault, here), there, None)
         assert len(moved.linksUpdated) == 13
         here, there = there, here
-    assert len(connections._owners) == before
+    assert connections.open_count == before
